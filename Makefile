@@ -1,0 +1,127 @@
+# nanoclock — GNU Make build.
+#   make            library (static + shared) and the nanoclock tool
+#   make run        build, then run `nanoclock info`
+#   make check      install test dependencies if missing, build and run all tests
+#   make check SANITIZE=address,undefined | SANITIZE=thread
+#   make bench      build, then run `nanoclock bench`
+#   make install    PREFIX=/usr/local DESTDIR=
+# Honours CC, CFLAGS, LDFLAGS, PREFIX, DESTDIR.  Cross: make CC=aarch64-linux-gnu-gcc
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCDIR ?= $(PREFIX)/include
+BINDIR ?= $(PREFIX)/bin
+SANITIZE ?=
+
+SOVERSION := 0
+VERSION := 0.1.0
+
+comma := ,
+# One build tree per sanitizer setting so objects never mix.
+ifeq ($(SANITIZE),)
+B := build
+SANFLAGS :=
+else
+B := build/san-$(subst $(comma),-,$(SANITIZE))
+SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+endif
+
+WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+BASE_CFLAGS := -std=gnu11 -Iinclude -Isrc -fPIC -fvisibility=hidden -pthread -D_GNU_SOURCE \
+	$(WARN) $(SANFLAGS)
+ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
+ALL_LDFLAGS = $(SANFLAGS) -pthread $(LDFLAGS)
+LIBS := -lm
+
+LIB_SRC := src/clock.c src/conv.c src/calibrate.c src/env.c src/freq_sources.c \
+	src/kernel.c src/counter_check.c src/errors.c \
+	src/counters/x86_tsc.c src/counters/os_clock.c
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
+HEADERS := include/nanoclock.h include/nanoclock_info.h
+
+TOOL_SRC := tools/nanoclock.c bench/bench.c
+TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/%.o)
+
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
+EXAMPLE_SRC := $(wildcard examples/*.c)
+EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%)
+
+STATIC := $(B)/libnanoclock.a
+SHARED := $(B)/libnanoclock.so.$(VERSION)
+TOOL := $(B)/nanoclock
+
+.PHONY: all run check bench install uninstall clean examples deps
+all: $(STATIC) $(SHARED) $(TOOL)
+
+$(B)/%.o: %.c $(HEADERS) src/internal.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(STATIC): $(LIB_OBJ)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(SHARED): $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,libnanoclock.so.$(SOVERSION) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+	ln -sf libnanoclock.so.$(VERSION) $(B)/libnanoclock.so.$(SOVERSION)
+	ln -sf libnanoclock.so.$(SOVERSION) $(B)/libnanoclock.so
+
+$(TOOL): $(TOOL_OBJ) $(STATIC)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(TOOL_OBJ) $(STATIC) $(LIBS)
+
+run: $(TOOL)
+	./$(TOOL) info
+
+bench: $(TOOL)
+	./$(TOOL) bench
+
+examples: $(EXAMPLE_BIN)
+$(B)/examples/%: examples/%.c $(STATIC) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(STATIC) $(LIBS)
+
+# ---- tests (cmocka) ----
+deps:
+	@./scripts/install-test-deps
+
+$(B)/tests/%: tests/%.c tests/sim.h $(STATIC) $(HEADERS) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(STATIC) -lcmocka $(LIBS)
+
+check: $(TEST_BIN) $(TOOL) $(EXAMPLE_BIN)
+	@pass=0; fail=0; \
+	for t in $(TEST_BIN); do \
+		echo "== $$t"; \
+		if $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); echo "FAILED: $$t"; fi; \
+	done; \
+	echo "== tool smoke test"; \
+	if ./$(TOOL) info --json > $(B)/info.json && grep -q '"cost_ns"' $(B)/info.json; then \
+		pass=$$((pass+1)); else fail=$$((fail+1)); echo "FAILED: nanoclock info --json"; fi; \
+	for e in $(EXAMPLE_BIN); do \
+		if $$e > /dev/null; then pass=$$((pass+1)); else fail=$$((fail+1)); echo "FAILED: $$e"; fi; \
+	done; \
+	echo "test programs: $$pass passed, $$fail failed"; \
+	test $$fail -eq 0
+
+# ---- install ----
+install: all
+	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(BINDIR)
+	install -m 644 $(HEADERS) $(DESTDIR)$(INCDIR)/
+	install -m 644 $(STATIC) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(SHARED) $(DESTDIR)$(LIBDIR)/
+	ln -sf libnanoclock.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libnanoclock.so.$(SOVERSION)
+	ln -sf libnanoclock.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libnanoclock.so
+	install -m 755 $(TOOL) $(DESTDIR)$(BINDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+		-e 's|@VERSION@|$(VERSION)|' nanoclock.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/nanoclock.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(INCDIR)/nanoclock.h $(DESTDIR)$(INCDIR)/nanoclock_info.h \
+		$(DESTDIR)$(LIBDIR)/libnanoclock.* $(DESTDIR)$(LIBDIR)/pkgconfig/nanoclock.pc \
+		$(DESTDIR)$(BINDIR)/nanoclock
+
+clean:
+	rm -rf build

@@ -1,0 +1,71 @@
+/*
+ * nanoclock — what the library found out about this machine (slow path;
+ * used by `nanoclock info`, useful to log next to measurements).
+ */
+#ifndef NANOCLOCK_INFO_H
+#define NANOCLOCK_INFO_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A frequency the hardware or the OS states for the counter. */
+struct nc_hz_source {
+	char name[24];    /* "perf-mmap", "sysfs-tsc_freq_khz", "cpuid-15h", "cpuid-40000010h" */
+	double hz;        /* 0 when the source is absent */
+	double resolution_hz; /* rounding of the stated value (a kHz figure: 500) */
+	int status;       /* NC_SRC_* */
+	char reason[96];  /* why absent / rejected / adopted */
+};
+#define NC_SRC_ABSENT 0
+#define NC_SRC_ADOPTED 1
+#define NC_SRC_AGREES 2   /* consistent with measurement, not used */
+#define NC_SRC_REJECTED 3 /* disagrees with measurement */
+
+/* The kernel's view of the clocks; -1 where it could not be told. */
+struct nc_kernel_view {
+	char clocksource[32];            /* current clocksource */
+	char available_clocksources[160];
+	int tsc_unstable;                /* 1: the kernel distrusts the TSC */
+	char tsc_unstable_why[96];
+	/* x86 CPUID bits (-1 elsewhere) */
+	int cpuid_tsc, cpuid_rdtscp, cpuid_invariant_tsc, cpuid_hypervisor;
+	char hypervisor[13];
+	/* TSC flags the kernel derived (/proc/cpuinfo), space separated */
+	char cpuinfo_tsc_flags[128];
+};
+
+#define NC_MAX_HZ_SOURCES 4
+
+struct nc_info {
+	int init_status;          /* what nc_init() returns */
+	const char *counter;
+	double hz;                /* in use for conversions */
+	double hz_uncertainty_ppm;
+	const char *hz_source;    /* "measured", "env NANOCLOCK_HZ", a source name, "os" */
+	double hz_measured;       /* our own latest measurement (0 if none) */
+	double hz_measured_ppm;
+	double hz_measured_worst_ppm; /* worst case from bracket widths alone */
+	double calib_window_ms;   /* reference span of the latest measurement */
+	uint32_t refreshes;       /* rate refreshes done so far */
+	uint64_t resolution_ticks;
+	double resolution_ns;
+	uint64_t seconds_before_wrap;
+	double init_ms;           /* time nc_init() took */
+	char hz_env[96];          /* NANOCLOCK_HZ as found ("" if unset) */
+	char hz_env_status[128];  /* used / ignored and why */
+	int n_hz_sources;
+	struct nc_hz_source hz_sources[NC_MAX_HZ_SOURCES];
+	char policy[384];         /* why this counter is trusted */
+	struct nc_kernel_view kernel;
+};
+
+/* Fill *out (initialising the library first).  Returns nc_init()'s result. */
+__attribute__((visibility("default"))) int nc_get_info(struct nc_info *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,14 @@
+#include "internal.h"
+
+const char *nc_strerror(int err)
+{
+	switch (err) {
+	case NC_OK: return "success";
+	case NC_EINVAL: return "invalid argument";
+	case NC_ERANGE: return "value out of range";
+	case NC_ENOCOUNTER: return "requested counter unknown or unusable";
+	case NC_ECALIB: return "calibration failed";
+	case NC_ESYS: return "system call failed";
+	default: return "unknown error";
+	}
+}

@@ -1,0 +1,182 @@
+/* nanoclock — the tool a user runs first on a new machine.
+ *   nanoclock info [--json]   what the library chose, and why
+ *   nanoclock bench [--quick] costs, init time and accuracy
+ */
+#include "../bench/bench.h"
+
+#include <nanoclock.h>
+#include <nanoclock_info.h>
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; s && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
+static const char *src_status(int s)
+{
+	switch (s) {
+	case NC_SRC_ADOPTED: return "adopted";
+	case NC_SRC_AGREES: return "agrees";
+	case NC_SRC_REJECTED: return "rejected";
+	default: return "absent";
+	}
+}
+
+static const char *tri(int v) { return v == 1 ? "yes" : v == 0 ? "no" : "unknown"; }
+static const char *jtri(int v) { return v == 1 ? "true" : v == 0 ? "false" : "null"; }
+
+static void info_json(const struct nc_info *in, const struct nc_costs *c, const char *arch)
+{
+	printf("{\n  \"version\": \"%d.%d.%d\",\n  \"arch\": ", NC_VERSION_MAJOR, NC_VERSION_MINOR,
+	       NC_VERSION_PATCH);
+	json_str(arch);
+	printf(",\n  \"init_status\": %d,\n  \"counter\": ", in->init_status);
+	json_str(in->counter);
+	printf(",\n  \"hz\": %.6f,\n  \"hz_source\": ", in->hz);
+	json_str(in->hz_source);
+	printf(",\n  \"hz_uncertainty_ppm\": %.6g,\n", in->hz_uncertainty_ppm);
+	printf("  \"hz_measured\": %.6f,\n  \"hz_measured_ppm\": %.6g,\n", in->hz_measured,
+	       in->hz_measured_ppm);
+	printf("  \"hz_measured_worst_case_ppm\": %.6g,\n  \"calibration_window_ms\": %.4f,\n",
+	       in->hz_measured_worst_ppm, in->calib_window_ms);
+	printf("  \"hz_env\": {\"value\": ");
+	json_str(in->hz_env);
+	printf(", \"status\": ");
+	json_str(in->hz_env_status);
+	printf("},\n  \"hz_sources\": [");
+	for (int i = 0; i < in->n_hz_sources; i++) {
+		const struct nc_hz_source *s = &in->hz_sources[i];
+		printf("%s\n    {\"name\": ", i ? "," : "");
+		json_str(s->name);
+		printf(", \"hz\": %.3f, \"status\": \"%s\", \"reason\": ", s->hz, src_status(s->status));
+		json_str(s->reason);
+		printf("}");
+	}
+	printf("%s],\n", in->n_hz_sources ? "\n  " : "");
+	printf("  \"resolution_ticks\": %llu,\n  \"resolution_ns\": %.4f,\n",
+	       (unsigned long long)in->resolution_ticks, in->resolution_ns);
+	printf("  \"seconds_before_wrap\": %llu,\n  \"init_ms\": %.4f,\n",
+	       (unsigned long long)in->seconds_before_wrap, in->init_ms);
+	printf("  \"cost_ns\": {\"nc_ticks\": %.3f, \"nc_ticks_begin\": %.3f, \"nc_ticks_end\": %.3f, "
+	       "\"nc_now_ns\": %.3f, \"nc_ticks_to_ns\": %.3f, \"clock_gettime\": %.3f, "
+	       "\"clock_gettime_raw\": %.3f, \"rdtsc\": %.3f, \"lfence_rdtsc\": %.3f},\n",
+	       c->ticks, c->ticks_begin, c->ticks_end, c->now_ns, c->ticks_to_ns, c->cgt_mono,
+	       c->cgt_raw, c->rdtsc, c->lfence_rdtsc);
+	printf("  \"policy\": ");
+	json_str(in->policy);
+	const struct nc_kernel_view *k = &in->kernel;
+	printf(",\n  \"kernel\": {\n    \"clocksource\": ");
+	json_str(k->clocksource);
+	printf(",\n    \"available_clocksources\": ");
+	json_str(k->available_clocksources);
+	printf(",\n    \"tsc_unstable\": %s,\n    \"tsc_unstable_why\": ", jtri(k->tsc_unstable));
+	json_str(k->tsc_unstable_why);
+	printf(",\n    \"cpuid\": {\"tsc\": %s, \"rdtscp\": %s, \"invariant_tsc\": %s, "
+	       "\"hypervisor\": %s, \"hypervisor_signature\": ",
+	       jtri(k->cpuid_tsc), jtri(k->cpuid_rdtscp), jtri(k->cpuid_invariant_tsc),
+	       jtri(k->cpuid_hypervisor));
+	json_str(k->hypervisor);
+	printf("},\n    \"cpuinfo_tsc_flags\": ");
+	json_str(k->cpuinfo_tsc_flags);
+	printf("\n  }\n}\n");
+}
+
+static void info_text(const struct nc_info *in, const struct nc_costs *c, const char *arch)
+{
+	printf("nanoclock %d.%d.%d on %s\n\n", NC_VERSION_MAJOR, NC_VERSION_MINOR, NC_VERSION_PATCH,
+	       arch);
+	printf("counter        %s%s%s\n", in->counter, in->init_status ? " — nc_init: " : "",
+	       in->init_status ? nc_strerror(in->init_status) : "");
+	printf("policy         %s\n", in->policy);
+	printf("frequency      %.6f MHz ± %.3g ppm (source: %s)\n", in->hz / 1e6,
+	       in->hz_uncertainty_ppm, in->hz_source);
+	if (in->hz_measured > 0)
+		printf("  measured     %.6f MHz ± %.3g ppm over %.3f ms (4σ; worst case from bracket "
+		       "widths ± %.3g ppm)\n",
+		       in->hz_measured / 1e6, in->hz_measured_ppm, in->calib_window_ms,
+		       in->hz_measured_worst_ppm);
+	printf("  NANOCLOCK_HZ %s%s%s\n", in->hz_env[0] ? in->hz_env : "unset",
+	       in->hz_env_status[0] ? " — " : "", in->hz_env_status);
+	for (int i = 0; i < in->n_hz_sources; i++) {
+		const struct nc_hz_source *s = &in->hz_sources[i];
+		printf("  %-18s %s", s->name, src_status(s->status));
+		if (s->hz > 0)
+			printf(" %.6f MHz", s->hz / 1e6);
+		printf(" (%s)\n", s->reason);
+	}
+	printf("resolution     %llu ticks = %.3f ns\n", (unsigned long long)in->resolution_ticks,
+	       in->resolution_ns);
+	printf("wraps in       %.3g years (%llu s)\n", in->seconds_before_wrap / 31557600.0,
+	       (unsigned long long)in->seconds_before_wrap);
+	printf("init           %.3f ms\n", in->init_ms);
+	printf("cost (ns/call) nc_ticks %.2f | nc_ticks_begin %.2f | nc_ticks_end %.2f | "
+	       "nc_now_ns %.2f | nc_ticks_to_ns %.2f\n",
+	       c->ticks, c->ticks_begin, c->ticks_end, c->now_ns, c->ticks_to_ns);
+	printf("               clock_gettime MONOTONIC %.2f | MONOTONIC_RAW %.2f", c->cgt_mono,
+	       c->cgt_raw);
+	if (c->rdtsc > 0)
+		printf(" | bare rdtsc %.2f | lfence;rdtsc %.2f", c->rdtsc, c->lfence_rdtsc);
+	printf("\n");
+	const struct nc_kernel_view *k = &in->kernel;
+	printf("kernel         clocksource %s (available: %s)\n", k->clocksource[0] ? k->clocksource : "?",
+	       k->available_clocksources[0] ? k->available_clocksources : "?");
+	printf("               TSC marked unstable: %s%s%s%s\n", tri(k->tsc_unstable),
+	       k->tsc_unstable_why[0] ? " (" : "", k->tsc_unstable_why,
+	       k->tsc_unstable_why[0] ? ")" : "");
+	if (k->cpuid_tsc >= 0)
+		printf("cpuid          tsc %s, rdtscp %s, invariant tsc %s, hypervisor %s%s%s\n",
+		       tri(k->cpuid_tsc), tri(k->cpuid_rdtscp), tri(k->cpuid_invariant_tsc),
+		       tri(k->cpuid_hypervisor), k->hypervisor[0] ? " " : "", k->hypervisor);
+	printf("cpuinfo flags  %s\n", k->cpuinfo_tsc_flags[0] ? k->cpuinfo_tsc_flags : "(none)");
+}
+
+static int usage(FILE *f)
+{
+	fprintf(f, "usage: nanoclock info [--json]\n"
+		   "       nanoclock bench [--quick]\n");
+	return f == stderr ? 2 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage(stderr);
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help"))
+		return usage(stdout);
+	if (!strcmp(argv[1], "bench"))
+		return nc_bench_main(argc, argv);
+	if (strcmp(argv[1], "info") != 0)
+		return usage(stderr);
+	int json = 0;
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else
+			return usage(stderr);
+	}
+	struct utsname u;
+	const char *arch = uname(&u) == 0 ? u.machine : "?";
+	struct nc_info in;
+	nc_get_info(&in);
+	struct nc_costs c;
+	nc_measure_costs(&c, 200000, 3);
+	if (json)
+		info_json(&in, &c, arch);
+	else
+		info_text(&in, &c, arch);
+	return 0;
+}

@@ -263,7 +263,7 @@ int nc_init(void)
 static void refresh(const struct snap *p, uint64_t t)
 {
 	uint64_t L = p->bt + p->sp;
-	uint64_t cl = p->bn + nc__scale(p->sp, p->mi, p->mf); /* clock value at L */
+	uint64_t cl = p->bn + nc__scale_floor(p->sp, p->mi, p->mf); /* clock value at L */
 	double rate_ns = 1e9 / S.hz;                         /* ns per tick in use */
 	double slope = rate_ns, target_l = (double)cl;
 	int ok = 0;
@@ -346,7 +346,7 @@ uint64_t nc__now_slow(void)
 		snapshot(&p);
 		uint64_t d = read_ordered(p.kind) - p.bt;
 		if (d < p.sp)
-			return p.bn + nc__scale(d, p.mi, p.mf);
+			return p.bn + nc__scale_floor(d, p.mi, p.mf);
 		if ((int64_t)d < 0)
 			return p.bn; /* counter behind the epoch start: clamp */
 		pthread_mutex_lock(&mu);

@@ -73,7 +73,7 @@ int nc__calibrate(const struct nc__calib_io *io, int64_t window_ns, struct nc__c
 	int64_t r0 = b.ref;
 	long double sx = 0, sy = 0, sxx = 0, sxy = 0, syy = 0;
 	uint32_t n = 0, total = 0;
-	long double first_x = 0, last_x = 0, first_y = 0, last_y = 0;
+	long double first_y = 0, last_y = 0;
 	uint64_t first_w = 0, last_w = 0;
 
 	for (long i = 0; i < MAX_BRACKETS; i++) {
@@ -87,11 +87,9 @@ int nc__calibrate(const struct nc__calib_io *io, int64_t window_ns, struct nc__c
 		long double x = (long double)(t1 - x0) + 0.5L * (long double)w;
 		long double y = (long double)(r - r0);
 		if (n == 0) {
-			first_x = x;
 			first_y = y;
 			first_w = w;
 		}
-		last_x = x;
 		last_y = y;
 		last_w = w;
 		n++;
@@ -100,7 +98,7 @@ int nc__calibrate(const struct nc__calib_io *io, int64_t window_ns, struct nc__c
 		sxx += x * x;
 		sxy += x * y;
 		syy += y * y;
-		if (r - r0 >= window_ns && n >= 16)
+		if (y - first_y >= window_ns && n >= 16)
 			break;
 		if (w < w0)
 			w0 = w;
@@ -138,8 +136,6 @@ int nc__calibrate(const struct nc__calib_io *io, int64_t window_ns, struct nc__c
 	long double fx = floorl(mx);
 	out->anchor_tick = x0 + (uint64_t)fx;
 	out->anchor_ns = r0 + (int64_t)llroundl(my - slope * (mx - fx));
-	(void)first_x;
-	(void)last_x;
 	return 0;
 }
 

@@ -172,9 +172,12 @@ static void use_hz(double hz, double ppm, const char *source)
 	S.hz_source = source;
 }
 
+int nc__init_runs; /* for the tests: initialisation ran this many times */
+
 static void do_init(void)
 {
 	int64_t t_start = nc__mono_raw_ns();
+	__atomic_fetch_add(&nc__init_runs, 1, __ATOMIC_RELAXED);
 	nc__kernel_view(&S.kv);
 	S.ctr = choose_counter();
 	uint64_t kind = S.ctr->kind;
@@ -270,7 +273,7 @@ static void refresh(const struct snap *p, uint64_t t)
 
 	struct nc__bracket b;
 	struct nc__calib_io io = {(void *)S.ctr, io_read, io_ref};
-	nc__take_bracket(&io, 4, &b);
+	nc__take_bracket(&io, 8, &b);
 	double hz_l, ppm_l;
 	if (b.width != UINT64_MAX && nc__calib_extend(&S.cal, &b, &hz_l, &ppm_l) == 0) {
 		ok = 1;

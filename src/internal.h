@@ -105,4 +105,7 @@ NC_HIDDEN int nc__counter_check(uint64_t (*read)(void), int n, uint64_t *resolut
 
 NC_HIDDEN int64_t nc__mono_raw_ns(void);
 
+/* ---- clock.c ---- */
+NC_HIDDEN extern int nc__init_runs;
+
 #endif

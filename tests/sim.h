@@ -1,0 +1,80 @@
+/* A simulated counter and reference clock for the calibration tests:
+ * exact true time advanced by every call (a random call cost), a counter
+ * of known rate, offset and granularity, and occasional preemption. */
+#ifndef NC_TEST_SIM_H
+#define NC_TEST_SIM_H
+
+#include <math.h>
+#include <stdint.h>
+
+struct sim {
+	long double t_ns;     /* true time */
+	double hz;            /* counter rate */
+	uint64_t offset;      /* counter value at t = 0 */
+	unsigned gran;        /* counter advances in steps of gran ticks */
+	double cost_min_ns, cost_max_ns; /* cost of one call, uniform */
+	double preempt_p;     /* probability a call is preempted ... */
+	double preempt_ns;    /* ... for this long */
+	int frozen;           /* counter never moves */
+	int backwards;        /* counter runs backwards */
+	int ref_frozen;       /* reference never moves */
+	uint64_t rng;
+	long calls;
+};
+
+static inline double sim_uniform(struct sim *s)
+{
+	/* xorshift64*: deterministic per seed */
+	s->rng ^= s->rng >> 12;
+	s->rng ^= s->rng << 25;
+	s->rng ^= s->rng >> 27;
+	return (double)((s->rng * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+}
+
+static inline void sim_advance(struct sim *s)
+{
+	s->calls++;
+	s->t_ns += s->cost_min_ns + (s->cost_max_ns - s->cost_min_ns) * sim_uniform(s);
+	if (s->preempt_p > 0 && sim_uniform(s) < s->preempt_p)
+		s->t_ns += s->preempt_ns * (0.5 + sim_uniform(s));
+}
+
+static inline uint64_t sim_ticks_at(const struct sim *s, long double t_ns)
+{
+	if (s->frozen)
+		return s->offset;
+	uint64_t v = (uint64_t)(t_ns * s->hz / 1e9L);
+	v -= v % s->gran;
+	return s->backwards ? s->offset - v : s->offset + v;
+}
+
+static inline uint64_t sim_read(void *ctx)
+{
+	struct sim *s = (struct sim *)ctx;
+	sim_advance(s);
+	return sim_ticks_at(s, s->t_ns);
+}
+
+static inline int64_t sim_ref(void *ctx)
+{
+	struct sim *s = (struct sim *)ctx;
+	sim_advance(s);
+	return s->ref_frozen ? 1000 : (int64_t)floorl(s->t_ns);
+}
+
+static inline void sim_default(struct sim *s, double hz, uint64_t seed)
+{
+	s->t_ns = 1e9L + (long double)(seed % 1000);
+	s->hz = hz;
+	s->offset = 123456789ull * (seed + 1);
+	s->gran = 1;
+	s->cost_min_ns = 8;
+	s->cost_max_ns = 30;
+	s->preempt_p = 0;
+	s->preempt_ns = 0;
+	s->frozen = s->backwards = s->ref_frozen = 0;
+	s->rng = seed * 0x9E3779B97F4A7C15ull + 1;
+	s->calls = 0;
+}
+
+#endif

@@ -1,0 +1,142 @@
+/* The public API on the real machine: values, errors, the wrap horizon,
+ * ordered reads, and the info report. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+static void test_init_idempotent(void **state)
+{
+	(void)state;
+	assert_int_equal(nc_init(), 0);
+	assert_int_equal(nc_init(), 0);
+	assert_int_equal(nc__init_runs, 1);
+	assert_non_null(nc_counter_name());
+	double hz = nc_ticks_per_second();
+	assert_true(hz >= 1e3 && hz <= 1e11);
+	double ppm = nc_ticks_per_second_uncertainty_ppm();
+	assert_true(ppm >= 0 && isfinite(ppm));
+	assert_non_null(nc_ticks_per_second_source());
+}
+
+static void test_reads_advance(void **state)
+{
+	(void)state;
+	uint64_t a = nc_ticks(), b = nc_ticks_begin(), c = nc_ticks_end();
+	assert_true(b >= a && c >= b);
+	/* over ~2 ms every read kind advances and agrees with the rate */
+	uint64_t t0 = nc_ticks_begin(), n0 = nc_now_ns();
+	int64_t r0 = nc__mono_raw_ns();
+	while (nc__mono_raw_ns() - r0 < 2000000)
+		;
+	uint64_t t1 = nc_ticks_end(), n1 = nc_now_ns();
+	int64_t r1 = nc__mono_raw_ns();
+	double el = (double)(r1 - r0);
+	double by_ticks = (double)nc_ticks_to_ns(t1 - t0);
+	double by_now = (double)(n1 - n0);
+	/* loose: a preemption between the paired reads can cost ~ms */
+	assert_true(fabs(by_ticks - el) < 0.2 * el + 200000);
+	assert_true(fabs(by_now - el) < 0.2 * el + 200000);
+}
+
+static void test_now_tracks_mono_raw(void **state)
+{
+	(void)state;
+	/* same origin as CLOCK_MONOTONIC_RAW: the narrowest of 100 brackets
+	 * says where nc_now_ns sits, to well under a millisecond */
+	int64_t best = INT64_MAX, off = 0;
+	for (int i = 0; i < 100; i++) {
+		int64_t a = nc__mono_raw_ns();
+		uint64_t v = nc_now_ns();
+		int64_t b = nc__mono_raw_ns();
+		if (b - a < best) {
+			best = b - a;
+			off = (int64_t)v - (a + b) / 2;
+		}
+	}
+	if (off > 100000 || off < -100000)
+		fail_msg("nc_now_ns is %lld ns away from CLOCK_MONOTONIC_RAW", (long long)off);
+}
+
+static void test_conversions(void **state)
+{
+	(void)state;
+	nc_conv_t c;
+	nc_get_conv(&c);
+	assert_true(c.hz_q24 > 0);
+	/* global and pure conversions agree */
+	for (uint64_t t = 1; t < (UINT64_C(1) << 60); t = t * 3 + 7)
+		assert_int_equal(nc_ticks_to_ns(t), nc_conv_ticks_to_ns(&c, t));
+	/* one second in ticks is the rate */
+	double hz = nc_ticks_per_second();
+	assert_true(fabs((double)nc_ns_to_ticks(1000000000) - hz) <= 1);
+	uint64_t back = nc_ticks_to_ns(nc_ns_to_ticks(1000000000));
+	assert_true(back >= 1000000000 - 1e9 / hz - 1 && back <= 1000000000 + 1e9 / hz + 1);
+}
+
+/* The horizon counts from the counter's current value. */
+static void test_wrap_horizon(void **state)
+{
+	(void)state;
+	uint64_t t = nc_ticks();
+	uint64_t s = nc_seconds_before_wrap();
+	double hz = nc_ticks_per_second();
+	double by_counter = (double)(UINT64_MAX - t) / hz;
+	double by_ns = ((double)UINT64_MAX - (double)nc_now_ns()) / 1e9;
+	double expect = fmin(by_counter, by_ns);
+	assert_true(fabs((double)s - expect) <= expect * 1e-6 + 2);
+	/* a 64-bit counter below 100 GHz lasts > 5 years from any value a
+	 * machine reaches in practice */
+	assert_true(s > 5 * 365.25 * 86400);
+}
+
+static void test_strerror(void **state)
+{
+	(void)state;
+	int codes[] = {NC_OK, NC_EINVAL, NC_ERANGE, NC_ENOCOUNTER, NC_ECALIB, NC_ESYS, -999, 42};
+	const char *seen[8];
+	for (int i = 0; i < 8; i++) {
+		seen[i] = nc_strerror(codes[i]);
+		assert_non_null(seen[i]);
+		assert_true(strlen(seen[i]) > 0);
+	}
+	for (int i = 0; i < 6; i++)
+		for (int j = i + 1; j < 6; j++)
+			assert_string_not_equal(seen[i], seen[j]);
+}
+
+static void test_info(void **state)
+{
+	(void)state;
+	struct nc_info in;
+	assert_int_equal(nc_get_info(&in), 0);
+	assert_string_equal(in.counter, nc_counter_name());
+	assert_true(in.hz == nc_ticks_per_second());
+	assert_true(in.resolution_ticks >= 1);
+	assert_true(in.init_ms > 0 && in.init_ms < 10000);
+	assert_true(in.policy[0] != 0);
+	if (strcmp(in.counter, "tsc") == 0) {
+		assert_true(in.hz_measured > 0);
+		assert_true(in.hz_measured_worst_ppm >= in.hz_measured_ppm);
+		assert_true(in.n_hz_sources == 4);
+		assert_int_equal(in.kernel.cpuid_tsc, 1);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_init_idempotent), cmocka_unit_test(test_reads_advance),
+		cmocka_unit_test(test_now_tracks_mono_raw), cmocka_unit_test(test_conversions),
+		cmocka_unit_test(test_wrap_horizon),    cmocka_unit_test(test_strerror),
+		cmocka_unit_test(test_info),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

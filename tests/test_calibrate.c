@@ -1,0 +1,182 @@
+/* Calibration against a simulated counter and reference: known rate,
+ * bracket noise, preemption outliers, coarse granularity.  The estimate
+ * must land within its own stated uncertainty, and that uncertainty must
+ * be useful (not absurdly wide). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "internal.h"
+#include "sim.h"
+
+#include <math.h>
+#include <stdio.h>
+
+static struct nc__calib_io io_for(struct sim *s)
+{
+	struct nc__calib_io io = {s, sim_read, sim_ref};
+	return io;
+}
+
+static double err_ppm(const struct nc__calib *c, double hz) { return (c->hz - hz) / hz * 1e6; }
+
+/* Runs `seeds` calibrations and checks each lands within its uncertainty,
+ * which must also be below max_ppm. */
+static void run_case(double hz, unsigned gran, double pre_p, int64_t window_ns, double max_ppm)
+{
+	int seeds = 40;
+	double worst_ratio = 0, max_stated = 0;
+	for (int seed = 1; seed <= seeds; seed++) {
+		struct sim s;
+		sim_default(&s, hz, (uint64_t)seed);
+		s.gran = gran;
+		s.preempt_p = pre_p;
+		s.preempt_ns = 50000;
+		struct nc__calib_io io = io_for(&s);
+		struct nc__calib c;
+		assert_int_equal(nc__calibrate(&io, window_ns, &c), 0);
+		double e = err_ppm(&c, hz);
+		if (!(fabs(e) <= c.ppm))
+			fail_msg("hz %.0f gran %u seed %d: error %.4f ppm outside stated %.4f ppm", hz,
+				 gran, seed, e, c.ppm);
+		if (!(c.ppm < max_ppm))
+			fail_msg("hz %.0f gran %u: stated uncertainty %.3f ppm is useless (> %.3f)", hz,
+				 gran, c.ppm, max_ppm);
+		assert_true(c.worst_ppm >= c.ppm);
+		assert_true(c.window_ns >= window_ns);
+		assert_true(c.n_used >= 16 && c.n_used <= c.n_total);
+		if (c.ppm > max_stated)
+			max_stated = c.ppm;
+		if (fabs(e) / c.ppm > worst_ratio)
+			worst_ratio = fabs(e) / c.ppm;
+	}
+	printf("  hz %.0f gran %u preempt %.3f: worst |error|/stated = %.2f, stated up to %.3f ppm\n",
+	       hz, gran, pre_p, worst_ratio, max_stated);
+}
+
+static void test_tsc_like(void **state)
+{
+	(void)state;
+	/* this machine: 2.096 GHz, 21-tick steps, brackets ~40 ns */
+	run_case(2095998040.0, 21, 0, 2000000, 5);
+}
+
+static void test_preemption_outliers(void **state)
+{
+	(void)state;
+	/* 1 call in 500 preempted for ~50 us: such brackets must be dropped */
+	run_case(2095998040.0, 21, 0.002, 2000000, 5);
+}
+
+static void test_other_rates(void **state)
+{
+	(void)state;
+	run_case(24e6, 1, 0.001, 2000000, 100);     /* Arm generic timer */
+	run_case(3.6e9, 1, 0.001, 2000000, 5);      /* fast TSC */
+	run_case(512e6, 1, 0, 2000000, 10);         /* POWER time base */
+	run_case(1e7, 1, 0, 2000000, 1000);         /* RISC-V rdtime */
+}
+
+/* Without the width filter a preempted bracket would drag the fit: check
+ * that outliers really were dropped. */
+static void test_outliers_dropped(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_default(&s, 2e9, 5);
+	s.preempt_p = 0.01;
+	s.preempt_ns = 100000;
+	struct nc__calib_io io = io_for(&s);
+	struct nc__calib c;
+	assert_int_equal(nc__calibrate(&io, 2000000, &c), 0);
+	assert_true(c.n_used < c.n_total);
+	assert_true(fabs(err_ppm(&c, 2e9)) <= c.ppm);
+}
+
+static void test_frozen_counter(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_default(&s, 2e9, 1);
+	s.frozen = 1;
+	struct nc__calib_io io = io_for(&s);
+	struct nc__calib c;
+	assert_int_equal(nc__calibrate(&io, 2000000, &c), NC_ECALIB);
+}
+
+static void test_backwards_counter(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_default(&s, 2e9, 1);
+	s.backwards = 1;
+	s.offset = UINT64_C(1) << 62;
+	struct nc__calib_io io = io_for(&s);
+	struct nc__calib c;
+	assert_int_equal(nc__calibrate(&io, 2000000, &c), NC_ECALIB);
+}
+
+/* A reference clock that never advances: an error, and bounded work. */
+static void test_frozen_reference(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_default(&s, 2e9, 1);
+	s.ref_frozen = 1;
+	struct nc__calib_io io = io_for(&s);
+	struct nc__calib c;
+	assert_int_equal(nc__calibrate(&io, 2000000, &c), NC_ECALIB);
+	assert_true(s.calls < 20000000);
+}
+
+static void test_bad_args(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_default(&s, 2e9, 1);
+	struct nc__calib_io io = io_for(&s);
+	struct nc__calib c;
+	assert_int_equal(nc__calibrate(NULL, 2000000, &c), NC_EINVAL);
+	assert_int_equal(nc__calibrate(&io, 0, &c), NC_EINVAL);
+	assert_int_equal(nc__calibrate(&io, 2000000, NULL), NC_EINVAL);
+}
+
+/* Long baseline: 5 s after a 2 ms calibration the rate is known to a few
+ * ppb, within the stated bound, and the bound is below 0.03 ppm. */
+static void test_long_baseline(void **state)
+{
+	(void)state;
+	for (int seed = 1; seed <= 40; seed++) {
+		struct sim s;
+		sim_default(&s, 2095998040.0, (uint64_t)seed);
+		s.gran = 21;
+		struct nc__calib_io io = io_for(&s);
+		struct nc__calib c;
+		assert_int_equal(nc__calibrate(&io, 2000000, &c), 0);
+		s.t_ns += 5e9L;
+		struct nc__bracket b;
+		nc__take_bracket(&io, 16, &b);
+		double hz, ppm;
+		assert_int_equal(nc__calib_extend(&c, &b, &hz, &ppm), 0);
+		double e = (hz - s.hz) / s.hz * 1e6;
+		if (!(fabs(e) <= ppm) || !(ppm < 0.03))
+			fail_msg("seed %d: long-baseline error %.5f ppm, stated %.5f ppm", seed, e, ppm);
+		/* a bracket wider than the accepted width is refused */
+		b.width = c.accept_width + 1;
+		assert_int_equal(nc__calib_extend(&c, &b, &hz, &ppm), NC_ECALIB);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tsc_like),         cmocka_unit_test(test_preemption_outliers),
+		cmocka_unit_test(test_other_rates),      cmocka_unit_test(test_outliers_dropped),
+		cmocka_unit_test(test_frozen_counter),   cmocka_unit_test(test_backwards_counter),
+		cmocka_unit_test(test_frozen_reference), cmocka_unit_test(test_bad_args),
+		cmocka_unit_test(test_long_baseline),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -103,11 +103,14 @@ NC_API extern struct nc__state nc__g;
 
 #define NC__LD(field) __atomic_load_n(&nc__g.field, __ATOMIC_RELAXED)
 
-/* high 64 bits of a 64x64 product */
+#if defined(__SIZEOF_INT128__)
+__extension__ typedef unsigned __int128 nc__u128;
+#endif
+
+/* high 64 bits of a 64x64 product; the low 64 in *lo */
 static inline uint64_t nc__mulhi(uint64_t a, uint64_t b, uint64_t *lo)
 {
 #if defined(__SIZEOF_INT128__)
-	__extension__ typedef unsigned __int128 nc__u128;
 	nc__u128 p = (nc__u128)a * b;
 	*lo = (uint64_t)p;
 	return (uint64_t)(p >> 64);
@@ -121,25 +124,42 @@ static inline uint64_t nc__mulhi(uint64_t a, uint64_t b, uint64_t *lo)
 #endif
 }
 
-/* round(d * (i + f/2^64)): the fractional product is rounded to nearest by
- * adding its bit 63 (i.e. adding 2^63 before taking the high word). */
+/* round(d * f / 2^64): adding bit 63 of the low word is adding 2^63
+ * before taking the high word. */
+static inline uint64_t nc__frac_round(uint64_t d, uint64_t f)
+{
+#if defined(__SIZEOF_INT128__)
+	nc__u128 p = (nc__u128)d * f;
+	return (uint64_t)(p >> 64) + ((uint64_t)p >> 63);
+#else
+	uint64_t lo, hi = nc__mulhi(d, f, &lo);
+	return hi + (lo >> 63);
+#endif
+}
+
+static inline uint64_t nc__frac_floor(uint64_t d, uint64_t f)
+{
+#if defined(__SIZEOF_INT128__)
+	return (uint64_t)(((nc__u128)d * f) >> 64);
+#else
+	uint64_t lo;
+	return nc__mulhi(d, f, &lo);
+#endif
+}
+
+/* round(d * (i + f/2^64)).  Most counters tick faster than 1 GHz (i == 0):
+ * a predictable branch that compilers hoist out of loops saves a multiply. */
 static inline uint64_t nc__scale(uint64_t d, uint64_t i, uint64_t f)
 {
-	uint64_t lo, hi = nc__mulhi(d, f, &lo);
-	/* most counters tick faster than 1 GHz (i == 0): a predictable branch
-	 * that the compiler hoists out of conversion loops saves a multiply */
-	if (i == 0)
-		return hi + (lo >> 63);
-	return d * i + hi + (lo >> 63);
+	uint64_t r = nc__frac_round(d, f);
+	return i ? d * i + r : r;
 }
 
 /* floor(d * (i + f/2^64)): one add shorter than nc__scale, for nc_now_ns,
  * whose values need monotonicity, not the 1 ns interval bound. */
 static inline uint64_t nc__scale_floor(uint64_t d, uint64_t i, uint64_t f)
 {
-	uint64_t lo, hi = nc__mulhi(d, f, &lo);
-	(void)lo;
-	return d * i + hi;
+	return d * i + nc__frac_floor(d, f);
 }
 
 #if defined(__x86_64__) || defined(__i386__)

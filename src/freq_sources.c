@@ -66,7 +66,7 @@ static void perf_page(struct nc_hz_source *s)
 	munmap(m, (size_t)pg);
 	close(fd);
 	if (!cap || mult == 0) {
-		src_set(s, "perf-mmap", 0, "cap_user_time not set (kernel clock is not the TSC)");
+		src_set(s, "perf-mmap", 0, "kernel did not set cap_user_time");
 		return;
 	}
 	src_set(s, "perf-mmap", ldexp(1e9, shift) / mult, "kernel time_mult/time_shift");

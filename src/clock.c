@@ -196,9 +196,11 @@ static void do_init(void)
 	}
 
 	if (S.ctr->fixed_hz > 0) {
+		char why[128];
+		if (nc__counter_check(S.ctr->read, 1000, &S.resolution, NULL, why, sizeof(why)) != 0)
+			S.resolution = 0; /* not seen to advance: resolution unknown */
 		use_hz(S.ctr->fixed_hz, 0, "os (exact)");
 		S.fixed = 1;
-		S.resolution = 1;
 		if (env_hz > 0)
 			snprintf(S.env_status, sizeof(S.env_status),
 				 "ignored: the %s counter has an exact rate", S.ctr->name);

@@ -36,8 +36,9 @@ ALL_LDFLAGS = $(SANFLAGS) -pthread $(LDFLAGS)
 LIBS := -lm
 
 LIB_SRC := src/clock.c src/conv.c src/calibrate.c src/env.c src/freq_sources.c \
-	src/kernel.c src/counter_check.c src/errors.c \
-	src/counters/x86_tsc.c src/counters/os_clock.c
+	src/kernel.c src/counter_check.c src/errors.c src/select.c src/trap.c src/extend.c \
+	src/counters/x86_tsc.c src/counters/os_clock.c src/counters/arm64_cntvct.c \
+	src/counters/ppc64_timebase.c src/counters/riscv64_rdtime.c src/counters/user.c
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 HEADERS := include/nanoclock.h include/nanoclock_info.h
 

@@ -41,6 +41,7 @@ extern "C" {
 #define NC_ENOCOUNTER (-3)  /* forced counter unknown or unusable */
 #define NC_ECALIB (-4)      /* calibration failed (counter or OS clock broken) */
 #define NC_ESYS (-5)        /* an OS call failed */
+#define NC_EBUSY (-6)       /* too late: the library is already initialised */
 
 /* ---- conversion parameters ------------------------------------------------
  * A duration of d ticks is d * ns_per_tick nanoseconds, with ns_per_tick held
@@ -57,6 +58,26 @@ typedef struct nc_conv {
 /* Fill *c for a counter of `hz` ticks per second (1 kHz .. 100 GHz).
  * Returns 0, NC_EINVAL (c NULL, hz NaN) or NC_ERANGE. */
 NC_API int nc_conv_init(nc_conv_t *c, double hz);
+
+/* ---- a counter of your own ------------------------------------------------
+ * A PTP hardware clock, a device clock, a mock.  Install it before the
+ * library's first use (before nc_init() or any other nc_ call, e.g. at the
+ * start of main): once initialised, ticks already handed out belong to the
+ * selected counter, so a later install returns NC_EBUSY.  It is then the
+ * forced choice: if it fails the checks (faults, goes backwards, does not
+ * advance) nc_init() returns NC_ENOCOUNTER with the reason in
+ * `nanoclock info`, and the library runs on its own best counter.
+ * Reads go through the function pointer (nc_ticks becomes a call). */
+struct nc_counter_spec {
+	const char *name;            /* copied; at most 31 characters */
+	uint64_t (*read)(void *ctx); /* callable from any thread */
+	void *ctx;
+	double hz;                   /* ticks per second, or 0: calibrate it */
+	unsigned bits;               /* 1..64; narrower counters are extended to
+					64 bits (read at least once per wrap period,
+					or wraps are counted from CLOCK_MONOTONIC_RAW) */
+};
+NC_API int nc_set_counter(const struct nc_counter_spec *spec);
 
 /* ---- initialisation and information -------------------------------------- */
 NC_API int nc_init(void);                 /* optional; 0 or negative error */

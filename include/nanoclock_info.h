@@ -39,6 +39,25 @@ struct nc_kernel_view {
 
 #define NC_MAX_HZ_SOURCES 4
 
+/* One counter the library considered (`nanoclock info` prints the table). */
+struct nc_candidate {
+	char name[32];
+	char what[48];
+	int status;                 /* NC_CAND_* */
+	char reason[160];
+	uint64_t resolution_ticks;  /* smallest nonzero step seen */
+	double resolution_ns;
+	double cost_ns;             /* per read */
+	double hz;                  /* stated, exact or roughly measured */
+	char hz_source[24];
+	double penalty_ns;
+	double score;               /* resolution_ns + cost_ns + penalty_ns: lowest wins */
+};
+#define NC_CAND_REJECTED 0
+#define NC_CAND_USABLE 1
+#define NC_CAND_SELECTED 2
+#define NC_MAX_CANDIDATES 12
+
 struct nc_info {
 	int init_status;          /* what nc_init() returns */
 	const char *counter;
@@ -59,6 +78,10 @@ struct nc_info {
 	int n_hz_sources;
 	struct nc_hz_source hz_sources[NC_MAX_HZ_SOURCES];
 	char policy[384];         /* why this counter is trusted */
+	char counter_forced[32];  /* NANOCLOCK_COUNTER or the installed counter ("" if none) */
+	char counter_error[192];  /* why the forced counter was not used ("" if it was) */
+	int n_candidates;
+	struct nc_candidate candidates[NC_MAX_CANDIDATES];
 	struct nc_kernel_view kernel;
 };
 

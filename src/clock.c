@@ -63,12 +63,24 @@ static struct {
 	int nsrc, adopted;
 	char policy[384];
 	struct nc_kernel_view kv;
+	struct nc_candidate cands[NC_MAX_CANDIDATES];
+	int ncand;
+	struct nc__selection sel;
+	char forced[32];
 } S;
+
+static int init_started;
+
+int nc__initialised(void)
+{
+	return __atomic_load_n(&init_started, __ATOMIC_ACQUIRE);
+}
 
 /* ---- calibration I/O on the real counter ---- */
 static uint64_t io_read(void *ctx)
 {
-	return ((const struct nc__counter *)ctx)->read_ordered();
+	const struct nc__counter *c = ctx;
+	return c->read_ordered(c->ctx);
 }
 static int64_t io_ref(void *ctx)
 {
@@ -121,39 +133,6 @@ static void snapshot(struct snap *p)
 	}
 }
 
-/* ---- the TSC policy ---- */
-static const struct nc__counter *choose_counter(void)
-{
-#if NC__HAVE_TSC
-	char why[128] = "";
-	struct nc__cpuid c;
-	nc__cpuid_read(&c);
-	const char *kern = S.kv.tsc_unstable == 1 ? S.kv.tsc_unstable_why : NULL;
-	int steady = c.invariant || (strstr(S.kv.cpuinfo_tsc_flags, "constant_tsc") &&
-				     strstr(S.kv.cpuinfo_tsc_flags, "nonstop_tsc"));
-	if (nc__counter_tsc.available(why, sizeof(why)) != 0) {
-		snprintf(S.policy, sizeof(S.policy), "TSC not used: %s", why);
-	} else if (!steady) {
-		snprintf(S.policy, sizeof(S.policy),
-			 "TSC not used: its rate may change with power states (CPUID has no "
-			 "invariant-TSC bit, the kernel no constant_tsc+nonstop_tsc)");
-	} else if (nc__counter_check(nc__counter_tsc.read, 1000, &S.resolution, NULL, why,
-				     sizeof(why)) != 0) {
-		snprintf(S.policy, sizeof(S.policy), "TSC not used: it %s", why);
-	} else {
-		snprintf(S.policy, sizeof(S.policy),
-			 "TSC used: %s rate, monotonic and advancing in our checks%s%s%s",
-			 c.invariant ? "CPUID invariant" : "kernel-reported constant",
-			 kern ? "; the kernel distrusts it (" : "", kern ? kern : "",
-			 kern ? "), nanoclock relies on its own checks" : "");
-		return &nc__counter_tsc;
-	}
-#endif
-	if (!S.policy[0])
-		snprintf(S.policy, sizeof(S.policy), "no hardware counter on this architecture");
-	return &nc__counter_mono_raw;
-}
-
 static void set_measured(const struct nc__calib *c)
 {
 	S.meas_hz = c->hz;
@@ -174,15 +153,49 @@ static void use_hz(double hz, double ppm, const char *source)
 
 int nc__init_runs; /* for the tests: initialisation ran this many times */
 
+static void write_policy(void)
+{
+	const struct nc_candidate *c = &S.cands[S.sel.index];
+	int l = snprintf(S.policy, sizeof(S.policy), "%s selected: %s", c->name,
+			 S.forced[0] && strcmp(S.forced, c->name) == 0
+				 ? "forced"
+				 : "lowest resolution+cost+penalty among usable candidates");
+	if (strcmp(c->name, "tsc") == 0 && S.kv.tsc_unstable == 1 && l > 0)
+		snprintf(S.policy + l, sizeof(S.policy) - (size_t)l,
+			 "; the kernel distrusts the TSC (%s) but its rate is invariant and "
+			 "nanoclock's own checks pass (monotonic, advancing, consistent calibration); "
+			 "cross-CPU agreement is not checked at init",
+			 S.kv.tsc_unstable_why);
+}
+
+/* Exact-rate counters (OS clocks): ticks map to ns by a fixed factor; the
+ * origin is put on CLOCK_MONOTONIC_RAW's, once. */
+static void init_fixed(void)
+{
+	S.resolution = S.cands[S.sel.index].resolution_ticks;
+	use_hz(S.ctr->fixed_hz, 0, "exact");
+	S.fixed = 1;
+	uint64_t bt = 0, bn = 0;
+	if (S.ctr != &nc__counter_mono_raw) {
+		int64_t a = nc__mono_raw_ns();
+		bt = S.ctr->read_ordered(S.ctr->ctx);
+		int64_t b = nc__mono_raw_ns();
+		bn = (uint64_t)(a + (b - a) / 2);
+	}
+	publish(NC__KIND_CALL, bt, UINT64_MAX, bn, &S.conv, &S.conv);
+}
+
 static void do_init(void)
 {
-	int64_t t_start = nc__mono_raw_ns();
+	__atomic_store_n(&init_started, 1, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&nc__init_runs, 1, __ATOMIC_RELAXED);
+	int64_t t_start = nc__mono_raw_ns();
 	nc__kernel_view(&S.kv);
-	S.ctr = choose_counter();
-	uint64_t kind = S.ctr->kind;
-	if (kind == NC__KIND_TSC && S.kv.cpuid_rdtscp == 1)
-		kind = NC__KIND_TSCP;
+	nc__select(&S.kv, S.cands, &S.ncand, &S.sel);
+	S.init_status = S.sel.status;
+	const char *fenv = getenv("NANOCLOCK_COUNTER");
+	const struct nc__counter *u = nc__user_counter();
+	snprintf(S.forced, sizeof(S.forced), "%s", fenv && *fenv ? fenv : u ? u->name : "");
 
 	const char *env = getenv("NANOCLOCK_HZ");
 	double env_hz = 0;
@@ -195,42 +208,35 @@ static void do_init(void)
 		}
 	}
 
-	if (S.ctr->fixed_hz > 0) {
-		char why[128];
-		if (nc__counter_check(S.ctr->read, 1000, &S.resolution, NULL, why, sizeof(why)) != 0)
-			S.resolution = 0; /* not seen to advance: resolution unknown */
-		use_hz(S.ctr->fixed_hz, 0, "os (exact)");
-		S.fixed = 1;
-		if (env_hz > 0)
-			snprintf(S.env_status, sizeof(S.env_status),
-				 "ignored: the %s counter has an exact rate", S.ctr->name);
-		publish(NC__KIND_CALL, 0, UINT64_MAX, 0, &S.conv, &S.conv);
-		S.init_ms = (nc__mono_raw_ns() - t_start) / 1e6;
-		return;
+	for (;;) {
+		S.ctr = S.sel.use;
+		if (S.ctr->fixed_hz > 0) {
+			init_fixed();
+			if (env_hz > 0)
+				snprintf(S.env_status, sizeof(S.env_status),
+					 "ignored: the %s counter has an exact rate", S.ctr->name);
+			write_policy();
+			S.init_ms = (nc__mono_raw_ns() - t_start) / 1e6;
+			return;
+		}
+		struct nc__calib_io io = {(void *)S.ctr, io_read, io_ref};
+		int rc = nc__calibrate(&io, CALIB_WINDOW_NS, &S.cal);
+		if (rc == 0)
+			break;
+		/* never fail: the next best candidate */
+		char why[96];
+		snprintf(why, sizeof(why), "calibration failed: %s", nc_strerror(rc));
+		nc__select_next(S.cands, S.ncand, why, &S.sel);
 	}
-
-	struct nc__calib_io io = {(void *)S.ctr, io_read, io_ref};
-	int rc = nc__calibrate(&io, CALIB_WINDOW_NS, &S.cal);
-	if (rc != 0) {
-		/* never fail: fall back to the OS clock and say why */
-		size_t l = strlen(S.policy);
-		snprintf(S.policy + l, sizeof(S.policy) - l,
-			 "; calibration failed (%s): fell back to %s", nc_strerror(rc),
-			 nc__counter_mono_raw.name);
-		S.ctr = &nc__counter_mono_raw;
-		S.policy[sizeof(S.policy) - 1] = 0;
-		use_hz(1e9, 0, "os (exact)");
-		S.fixed = 1;
-		S.resolution = 1;
-		publish(NC__KIND_CALL, 0, UINT64_MAX, 0, &S.conv, &S.conv);
-		S.init_ms = (nc__mono_raw_ns() - t_start) / 1e6;
-		return;
-	}
+	S.resolution = S.cands[S.sel.index].resolution_ticks;
+	uint64_t kind = S.ctr->kind;
+	if (kind == NC__KIND_TSC && S.kv.cpuid_rdtscp == 1)
+		kind = NC__KIND_TSCP;
 	S.have_cal = 1;
 	set_measured(&S.cal);
 	use_hz(S.cal.hz, S.cal.ppm, "measured");
 
-	S.nsrc = nc__stated_sources(S.ctr->name, S.src, NC_MAX_HZ_SOURCES);
+	S.nsrc = S.ctr->stated ? S.ctr->stated(S.src, NC_MAX_HZ_SOURCES) : 0;
 	S.adopted = nc__adopt_stated(S.cal.hz, S.cal.ppm, S.src, S.nsrc);
 	if (S.adopted >= 0)
 		use_hz(S.src[S.adopted].hz, S.cal.ppm, S.src[S.adopted].name);
@@ -242,10 +248,13 @@ static void do_init(void)
 		use_hz(env_hz, fabs(diff) + S.cal.ppm, "env NANOCLOCK_HZ");
 		S.fixed = 1;
 	}
+	if (S.sel.ext)
+		nc__ext_set_hz(S.sel.ext, S.hz);
+	write_policy();
 
 	/* First epoch starts at the fit's centroid, where counter and
 	 * CLOCK_MONOTONIC_RAW are best known; nc_now_ns shares its origin. */
-	uint64_t now = S.ctr->read_ordered();
+	uint64_t now = S.ctr->read_ordered(S.ctr->ctx);
 	S.epoch_ns = 4.0 * CALIB_WINDOW_NS;
 	uint64_t span = S.fixed ? UINT64_MAX - 1
 				: (now - S.cal.anchor_tick) + (uint64_t)(S.epoch_ns * S.hz / 1e9);
@@ -340,7 +349,7 @@ static uint64_t read_ordered(uint64_t kind)
 #else
 	(void)kind;
 #endif
-	return S.ctr->read_ordered();
+	return S.ctr->read_ordered(S.ctr->ctx);
 }
 
 uint64_t nc__now_slow(void)
@@ -371,7 +380,7 @@ uint64_t nc__ticks_slow(int ordered)
 #else
 	(void)k;
 #endif
-	return ordered ? S.ctr->read_ordered() : S.ctr->read();
+	return ordered ? S.ctr->read_ordered(S.ctr->ctx) : S.ctr->read(S.ctr->ctx);
 }
 
 uint64_t nc__ticks_to_ns_slow(uint64_t ticks)
@@ -479,6 +488,10 @@ int nc_get_info(struct nc_info *o)
 	o->n_hz_sources = S.nsrc;
 	memcpy(o->hz_sources, S.src, sizeof(S.src));
 	snprintf(o->policy, sizeof(o->policy), "%s", S.policy);
+	snprintf(o->counter_forced, sizeof(o->counter_forced), "%s", S.forced);
+	snprintf(o->counter_error, sizeof(o->counter_error), "%s", S.sel.error);
+	o->n_candidates = S.ncand;
+	memcpy(o->candidates, S.cands, sizeof(S.cands));
 	o->kernel = S.kv;
 	pthread_mutex_unlock(&mu);
 	return o->init_status;

@@ -6,14 +6,14 @@
 
 #include <stdio.h>
 
-int nc__counter_check(uint64_t (*read)(void), int n, uint64_t *resolution, double *cost_ns,
+int nc__counter_check(const struct nc__counter *c, int n, uint64_t *resolution, double *cost_ns,
 		      char *why, size_t whylen)
 {
-	uint64_t res = UINT64_MAX, prev = read();
+	uint64_t res = UINT64_MAX, prev = c->read(c->ctx);
 	int advanced = 0;
 	int64_t t0 = nc__mono_raw_ns();
 	for (int i = 1; i < n; i++) {
-		uint64_t v = read();
+		uint64_t v = c->read(c->ctx);
 		if (v < prev) {
 			snprintf(why, whylen, "went backwards by %llu ticks at read %d",
 				 (unsigned long long)(prev - v), i);

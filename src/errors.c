@@ -9,6 +9,7 @@ const char *nc_strerror(int err)
 	case NC_ENOCOUNTER: return "requested counter unknown or unusable";
 	case NC_ECALIB: return "calibration failed";
 	case NC_ESYS: return "system call failed";
+	case NC_EBUSY: return "too late: nanoclock is already initialised";
 	default: return "unknown error";
 	}
 }

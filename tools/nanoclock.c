@@ -36,6 +36,11 @@ static const char *src_status(int s)
 	}
 }
 
+static const char *cand_status(int s)
+{
+	return s == NC_CAND_SELECTED ? "selected" : s == NC_CAND_USABLE ? "usable" : "rejected";
+}
+
 static const char *tri(int v) { return v == 1 ? "yes" : v == 0 ? "no" : "unknown"; }
 static const char *jtri(int v) { return v == 1 ? "true" : v == 0 ? "false" : "null"; }
 
@@ -76,6 +81,29 @@ static void info_json(const struct nc_info *in, const struct nc_costs *c, const 
 	       "\"clock_gettime_raw\": %.3f, \"rdtsc\": %.3f, \"lfence_rdtsc\": %.3f},\n",
 	       c->ticks, c->ticks_begin, c->ticks_end, c->now_ns, c->ticks_to_ns, c->cgt_mono,
 	       c->cgt_raw, c->rdtsc, c->lfence_rdtsc);
+	printf("  \"counter_forced\": ");
+	json_str(in->counter_forced);
+	printf(",\n  \"counter_error\": ");
+	json_str(in->counter_error);
+	printf(",\n  \"candidates\": [");
+	for (int i = 0; i < in->n_candidates; i++) {
+		const struct nc_candidate *cd = &in->candidates[i];
+		printf("%s\n    {\"name\": ", i ? "," : "");
+		json_str(cd->name);
+		printf(", \"what\": ");
+		json_str(cd->what);
+		printf(", \"status\": \"%s\", \"reason\": ", cand_status(cd->status));
+		json_str(cd->reason);
+		if (cd->status != NC_CAND_REJECTED) {
+			printf(", \"resolution_ticks\": %llu, \"resolution_ns\": %.4f, \"cost_ns\": %.3f, "
+			       "\"hz\": %.3f, \"hz_source\": ",
+			       (unsigned long long)cd->resolution_ticks, cd->resolution_ns, cd->cost_ns, cd->hz);
+			json_str(cd->hz_source);
+			printf(", \"penalty_ns\": %.0f, \"score\": %.3f", cd->penalty_ns, cd->score);
+		}
+		printf("}");
+	}
+	printf("\n  ],\n");
 	printf("  \"policy\": ");
 	json_str(in->policy);
 	const struct nc_kernel_view *k = &in->kernel;
@@ -102,6 +130,21 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 	printf("counter        %s%s%s\n", in->counter, in->init_status ? " — nc_init: " : "",
 	       in->init_status ? nc_strerror(in->init_status) : "");
 	printf("policy         %s\n", in->policy);
+	if (in->counter_forced[0])
+		printf("forced         %s%s%s\n", in->counter_forced, in->counter_error[0] ? " — " : " — used",
+		       in->counter_error);
+	printf("candidates     %-20s %-9s %10s %9s %14s  %s\n", "name", "status", "res (ns)",
+	       "cost (ns)", "MHz (source)", "reason");
+	for (int i = 0; i < in->n_candidates; i++) {
+		const struct nc_candidate *cd = &in->candidates[i];
+		if (cd->status == NC_CAND_REJECTED)
+			printf("               %-20s %-9s %10s %9s %14s  %s\n", cd->name,
+			       cand_status(cd->status), "-", "-", "-", cd->reason);
+		else
+			printf("               %-20s %-9s %10.3f %9.2f %9.3f (%s)  %s\n", cd->name,
+			       cand_status(cd->status), cd->resolution_ns, cd->cost_ns, cd->hz / 1e6,
+			       cd->hz_source, cd->reason);
+	}
 	printf("frequency      %.6f MHz ± %.3g ppm (source: %s)\n", in->hz / 1e6,
 	       in->hz_uncertainty_ppm, in->hz_source);
 	if (in->hz_measured > 0)

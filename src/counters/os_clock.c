@@ -1,39 +1,95 @@
-/* OS clocks: the fallback that makes "never fail" true.  Ticks are
- * nanoseconds of CLOCK_MONOTONIC_RAW, so the rate is exact (1 GHz) and needs
- * no calibration; the cost is a vDSO call (or a system call). */
+/* OS clocks: the fallbacks that make "never fail" true.  Their ticks are
+ * the clock's own unit, so the rate is exact and needs no calibration; the
+ * cost is a vDSO call (or a system call), and the kernel picks what they
+ * read.  Ordered as they are: the vDSO reads its counter with a fenced
+ * read (rdtsc_ordered on x86, ISB on arm64) and a system call serialises. */
 #include "../internal.h"
 
+#include <sys/time.h>
 #include <time.h>
 
 #ifndef CLOCK_MONOTONIC_RAW
 #define CLOCK_MONOTONIC_RAW CLOCK_MONOTONIC
 #endif
 
-int64_t nc__mono_raw_ns(void)
+static int64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
-	if (clock_gettime(CLOCK_MONOTONIC_RAW, &ts) != 0)
+	if (clock_gettime(id, &ts) != 0)
 		return -1;
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static uint64_t mono_raw_read(void) { return (uint64_t)nc__mono_raw_ns(); }
+int64_t nc__mono_raw_ns(void) { return clock_ns(CLOCK_MONOTONIC_RAW); }
 
-static int mono_raw_available(char *why, size_t whylen)
+static uint64_t raw_read(void *ctx)
 {
-	(void)why;
-	(void)whylen;
-	return nc__mono_raw_ns() < 0 ? NC_ESYS : 0;
+	(void)ctx;
+	return (uint64_t)clock_ns(CLOCK_MONOTONIC_RAW);
+}
+static uint64_t mono_read(void *ctx)
+{
+	(void)ctx;
+	return (uint64_t)clock_ns(CLOCK_MONOTONIC);
+}
+static uint64_t gtod_read(void *ctx)
+{
+	(void)ctx;
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	return (uint64_t)tv.tv_sec * 1000000 + (uint64_t)tv.tv_usec;
 }
 
+static int raw_available(const struct nc_kernel_view *kv, char *why, size_t whylen)
+{
+	(void)kv;
+	(void)why;
+	(void)whylen;
+	return clock_ns(CLOCK_MONOTONIC_RAW) < 0 ? NC_ENOCOUNTER : 0;
+}
+static int mono_available(const struct nc_kernel_view *kv, char *why, size_t whylen)
+{
+	(void)kv;
+	(void)why;
+	(void)whylen;
+	return clock_ns(CLOCK_MONOTONIC) < 0 ? NC_ENOCOUNTER : 0;
+}
+
+/* Penalties (select.c explains the policy): a call instead of an inline
+ * read; CLOCK_MONOTONIC is NTP-slewed, so its rate is not the one
+ * nc_now_ns tracks; gettimeofday is CLOCK_REALTIME, which can be set
+ * backwards: the very last resort. */
 const struct nc__counter nc__counter_mono_raw = {
 	.name = "clock_monotonic_raw",
+	.what = "clock_gettime(CLOCK_MONOTONIC_RAW)",
 	.kind = NC__KIND_CALL,
-	.read = mono_raw_read,
-	/* ordered as it is: the vDSO reads its counter with a fenced read
-	 * (rdtsc_ordered on x86) and a system call serialises */
-	.read_ordered = mono_raw_read,
-	.fixed_hz = 1e9,
+	.read = raw_read,
+	.read_ordered = raw_read,
 	.bits = 64,
-	.available = mono_raw_available,
+	.penalty_ns = 100,
+	.fixed_hz = 1e9,
+	.available = raw_available,
+};
+
+const struct nc__counter nc__counter_mono = {
+	.name = "clock_monotonic",
+	.what = "clock_gettime(CLOCK_MONOTONIC)",
+	.kind = NC__KIND_CALL,
+	.read = mono_read,
+	.read_ordered = mono_read,
+	.bits = 64,
+	.penalty_ns = 150,
+	.fixed_hz = 1e9,
+	.available = mono_available,
+};
+
+const struct nc__counter nc__counter_gettimeofday = {
+	.name = "gettimeofday",
+	.what = "gettimeofday (realtime, microseconds)",
+	.kind = NC__KIND_CALL,
+	.read = gtod_read,
+	.read_ordered = gtod_read,
+	.bits = 64,
+	.penalty_ns = 1e6,
+	.fixed_hz = 1e6,
 };

@@ -1,0 +1,60 @@
+/* RISC-V: the time CSR (rdtime), a platform timer of fixed frequency that
+ * the device tree states as /cpus/timebase-frequency.  (rdcycle counts
+ * core cycles and is privileged on recent kernels: not used.)  A kernel can
+ * deny user access (scounteren.TM): the read then faults and the probe
+ * traps it.  fence before the read orders it after earlier accesses. */
+#include "../internal.h"
+
+#if defined(__riscv) && __riscv_xlen == 64
+#include <stdio.h>
+
+static uint64_t rt_read(void *ctx)
+{
+	(void)ctx;
+	uint64_t v;
+	__asm__ __volatile__("rdtime %0" : "=r"(v));
+	return v;
+}
+
+static uint64_t rt_read_ordered(void *ctx)
+{
+	(void)ctx;
+	uint64_t v;
+	__asm__ __volatile__("fence iorw, iorw\n\trdtime %0\n\tfence iorw, iorw" : "=r"(v) : : "memory");
+	return v;
+}
+
+/* The property is a big-endian 32- or 64-bit cell. */
+static int rt_stated(struct nc_hz_source *out, int max)
+{
+	if (max < 1)
+		return 0;
+	FILE *f = fopen("/proc/device-tree/cpus/timebase-frequency", "rb");
+	unsigned char b[8];
+	size_t n = 0;
+	if (f) {
+		n = fread(b, 1, sizeof(b), f);
+		fclose(f);
+	}
+	uint64_t hz = 0;
+	if (n == 4 || n == 8)
+		for (size_t i = 0; i < n; i++)
+			hz = (hz << 8) | b[i];
+	if (hz)
+		nc__src_set(&out[0], "dt-timebase-frequency", (double)hz, 0, "device tree");
+	else
+		nc__src_set(&out[0], "dt-timebase-frequency", 0, 0, "no /proc/device-tree/cpus/timebase-frequency");
+	return 1;
+}
+
+const struct nc__counter nc__counter_rdtime = {
+	.name = "rdtime",
+	.what = "RISC-V time CSR (rdtime)",
+	.kind = NC__KIND_CALL,
+	.read = rt_read,
+	.read_ordered = rt_read_ordered,
+	.bits = 64,
+	.penalty_ns = 0,
+	.stated = rt_stated,
+};
+#endif

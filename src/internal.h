@@ -115,6 +115,7 @@ NC_HIDDEN extern const struct nc__counter nc__counter_gettimeofday;
  * extra candidates the tests add through nc__test_add_candidate. */
 NC_HIDDEN const struct nc__counter *nc__user_counter(void);
 NC_HIDDEN int nc__test_candidates(const struct nc__counter **out, int max);
+NC_HIDDEN int nc__test_add_candidate(const struct nc_counter_spec *spec);
 NC_HIDDEN int nc__initialised(void);
 
 /* ---- extend.c: counters narrower than 64 bits ---- */

@@ -85,7 +85,6 @@ const struct nc__counter *nc__user_counter(void)
 
 /* Tests only (hidden): an extra candidate in the normal selection. A
  * stated hz makes it a fixed-rate counter, so tests need no calibration. */
-NC_HIDDEN int nc__test_add_candidate(const struct nc_counter_spec *spec);
 int nc__test_add_candidate(const struct nc_counter_spec *spec)
 {
 	pthread_mutex_lock(&mu);

@@ -1,0 +1,407 @@
+/* Counter selection: faulting, backwards, frozen and narrow candidates,
+ * the application's signal state, forced choices, the user counter, and
+ * racing first calls.  Initialisation happens once per process, so each
+ * case runs in a child; the child reports through its exit status and a
+ * line on stderr. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "internal.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(cond)                                                                        \
+	do {                                                                               \
+		if (!(cond)) {                                                             \
+			fprintf(stderr, "child: %s:%d: %s\n", __FILE__, __LINE__, #cond);  \
+			_exit(1);                                                          \
+		}                                                                          \
+	} while (0)
+
+static void run_child(void (*fn)(void), const char *counter_env)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (counter_env)
+			setenv("NANOCLOCK_COUNTER", counter_env, 1);
+		else
+			unsetenv("NANOCLOCK_COUNTER");
+		fn();
+		_exit(0);
+	}
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st))
+		fail_msg("child killed by signal %d", WTERMSIG(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static const struct nc_candidate *find(const struct nc_info *in, const char *name)
+{
+	for (int i = 0; i < in->n_candidates; i++)
+		if (strcmp(in->candidates[i].name, name) == 0)
+			return &in->candidates[i];
+	return NULL;
+}
+
+/* ---- test counters ---- */
+static uint64_t illegal(void *ctx)
+{
+	(void)ctx;
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ __volatile__("ud2");
+#elif defined(__aarch64__)
+	__asm__ __volatile__(".inst 0x00000000");
+#elif defined(__powerpc64__)
+	__asm__ __volatile__(".long 0");
+#elif defined(__riscv)
+	__asm__ __volatile__("unimp");
+#else
+	raise(SIGILL);
+#endif
+	return 1;
+}
+
+static uint64_t backwards_val = UINT64_C(1) << 40;
+static uint64_t backwards(void *ctx)
+{
+	(void)ctx;
+	return __atomic_sub_fetch(&backwards_val, 7, __ATOMIC_RELAXED);
+}
+
+static uint64_t frozen(void *ctx)
+{
+	(void)ctx;
+	return 42;
+}
+
+/* 20 bits at 1 GHz: wraps every 1.05 ms */
+static uint64_t wrap20(void *ctx)
+{
+	(void)ctx;
+	return (uint64_t)nc__mono_raw_ns() & ((1u << 20) - 1);
+}
+
+static uint64_t third(void *ctx)
+{
+	(void)ctx;
+	return (uint64_t)nc__mono_raw_ns() / 3;
+}
+
+static void add(const char *name, uint64_t (*rd)(void *), double hz, unsigned bits)
+{
+	struct nc_counter_spec s = {name, rd, NULL, hz, bits};
+	CHECK(nc__test_add_candidate(&s) == 0);
+}
+
+/* ---- cases ---- */
+static volatile sig_atomic_t app_sigill;
+static void app_handler(int sig)
+{
+	(void)sig;
+	app_sigill++;
+}
+
+static void child_bad_candidates(void)
+{
+	struct sigaction mine, before, after;
+	memset(&mine, 0, sizeof(mine));
+	mine.sa_handler = app_handler;
+	mine.sa_flags = SA_RESTART;
+	sigemptyset(&mine.sa_mask);
+	sigaddset(&mine.sa_mask, SIGUSR2);
+	CHECK(sigaction(SIGILL, &mine, NULL) == 0);
+	sigset_t m0, m1;
+	sigemptyset(&m0);
+	sigaddset(&m0, SIGUSR1);
+	CHECK(sigprocmask(SIG_BLOCK, &m0, NULL) == 0);
+	CHECK(sigprocmask(SIG_BLOCK, NULL, &m0) == 0);
+	CHECK(sigaction(SIGILL, NULL, &before) == 0);
+	const int others[3] = {SIGSEGV, SIGBUS, SIGFPE};
+	struct sigaction others_before[3];
+	for (int i = 0; i < 3; i++)
+		CHECK(sigaction(others[i], NULL, &others_before[i]) == 0);
+
+	add("sigill", illegal, 1e9, 64);
+	add("backwards", backwards, 1e9, 64);
+	add("frozen", frozen, 1e9, 64);
+	CHECK(nc_init() == 0);
+
+	struct nc_info in;
+	nc_get_info(&in);
+	const struct nc_candidate *c = find(&in, "sigill");
+	CHECK(c && c->status == NC_CAND_REJECTED && strstr(c->reason, "SIGILL"));
+	c = find(&in, "backwards");
+	CHECK(c && c->status == NC_CAND_REJECTED && strstr(c->reason, "backwards"));
+	c = find(&in, "frozen");
+	CHECK(c && c->status == NC_CAND_REJECTED && strstr(c->reason, "did not advance"));
+	CHECK(strcmp(in.counter, "sigill") && strcmp(in.counter, "frozen") &&
+	      strcmp(in.counter, "backwards"));
+
+	/* the application's handler and mask are exactly as they were */
+	CHECK(sigaction(SIGILL, NULL, &after) == 0);
+	CHECK(after.sa_handler == app_handler);
+	CHECK(after.sa_flags == before.sa_flags);
+	CHECK(sigismember(&after.sa_mask, SIGUSR2) == 1);
+	CHECK(sigprocmask(SIG_BLOCK, NULL, &m1) == 0);
+	for (int s = 1; s < 32; s++)
+		CHECK(sigismember(&m0, s) == sigismember(&m1, s));
+	raise(SIGILL);
+	CHECK(app_sigill == 1);
+	/* the other fault signals are back to what they were (cmocka's own) */
+	for (int i = 0; i < 3; i++) {
+		struct sigaction d;
+		CHECK(sigaction(others[i], NULL, &d) == 0);
+		CHECK(d.sa_handler == others_before[i].sa_handler);
+		CHECK(d.sa_flags == others_before[i].sa_flags);
+	}
+}
+
+static void test_bad_candidates(void **state)
+{
+	(void)state;
+	run_child(child_bad_candidates, NULL);
+}
+
+static void child_forced_failing(void)
+{
+	add("frozen", frozen, 1e9, 64);
+	CHECK(nc_init() == NC_ENOCOUNTER);
+	struct nc_info in;
+	nc_get_info(&in);
+	CHECK(strstr(in.counter_error, "'frozen' rejected"));
+	CHECK(strstr(in.counter_error, "did not advance"));
+	CHECK(strcmp(in.counter, "frozen") != 0);
+	uint64_t a = nc_now_ns();
+	struct timespec ts = {0, 1000000};
+	nanosleep(&ts, NULL);
+	CHECK(nc_now_ns() > a); /* still a working clock */
+}
+
+static void test_forced_failing(void **state)
+{
+	(void)state;
+	run_child(child_forced_failing, "frozen");
+}
+
+static void child_forced_unknown(void)
+{
+	CHECK(nc_init() == NC_ENOCOUNTER);
+	CHECK(nc_init() == NC_ENOCOUNTER); /* stays the answer */
+	struct nc_info in;
+	nc_get_info(&in);
+	CHECK(strstr(in.counter_error, "unknown counter 'no-such-counter'"));
+	CHECK(strstr(in.counter_error, "clock_monotonic_raw")); /* lists candidates */
+	CHECK(strcmp(in.counter_forced, "no-such-counter") == 0);
+	CHECK(nc_now_ns() > 0);
+	CHECK(strcmp(nc_strerror(NC_ENOCOUNTER), "requested counter unknown or unusable") == 0);
+}
+
+static void test_forced_unknown(void **state)
+{
+	(void)state;
+	run_child(child_forced_unknown, "no-such-counter");
+}
+
+static void child_forced_os(void)
+{
+	CHECK(nc_init() == 0);
+	CHECK(strcmp(nc_counter_name(), "clock_monotonic") == 0);
+	CHECK(nc_ticks_per_second() == 1e9);
+	/* origin aligned on CLOCK_MONOTONIC_RAW */
+	int64_t a = nc__mono_raw_ns();
+	int64_t v = (int64_t)nc_now_ns();
+	int64_t b = nc__mono_raw_ns();
+	CHECK(v > a - 1000000 && v < b + 1000000);
+	uint64_t t0 = nc_ticks_begin(), t1 = nc_ticks_end();
+	CHECK(t1 >= t0);
+}
+
+static void test_forced_os(void **state)
+{
+	(void)state;
+	run_child(child_forced_os, "clock_monotonic");
+}
+
+/* 20-bit counter: extended to 64 bits across many wraps, also when
+ * nobody reads it for several wrap periods. */
+static void child_wrap(void)
+{
+	add("wrap20", wrap20, 1e9, 20);
+	CHECK(nc_init() == 0);
+	CHECK(strcmp(nc_counter_name(), "wrap20") == 0);
+	struct nc_info in;
+	nc_get_info(&in);
+	CHECK(strstr(find(&in, "wrap20")->reason, "extended"));
+	uint64_t prev = nc_ticks(), first = prev;
+	int64_t r0 = nc__mono_raw_ns();
+	while (nc__mono_raw_ns() - r0 < 20000000) { /* ~19 wraps, read often */
+		uint64_t v = nc_ticks();
+		CHECK(v >= prev);
+		prev = v;
+	}
+	int64_t r1 = nc__mono_raw_ns();
+	CHECK(prev - first > (1u << 20) * 15); /* beyond 20 bits */
+	CHECK(fabs((double)nc_ticks_to_ns(prev - first) - (double)(r1 - r0)) < 2e6);
+	/* a 10 ms gap (~10 wraps) with no reads at all */
+	uint64_t a = nc_ticks_begin();
+	int64_t ra = nc__mono_raw_ns();
+	struct timespec ts = {0, 10000000};
+	nanosleep(&ts, NULL);
+	int64_t rb = nc__mono_raw_ns();
+	uint64_t b = nc_ticks_end();
+	double el = (double)nc_ticks_to_ns(b - a), ref = (double)(rb - ra);
+	if (fabs(el - ref) > 500000) {
+		fprintf(stderr, "child: gap measured %.0f ns, reference %.0f ns\n", el, ref);
+		_exit(1);
+	}
+}
+
+static void test_narrow_wrapping(void **state)
+{
+	(void)state;
+	run_child(child_wrap, "wrap20");
+}
+
+/* Pure extension logic on synthetic values. */
+static void test_extend_step(void **state)
+{
+	(void)state;
+	struct nc__counter raw = {.name = "x", .bits = 8};
+	struct nc__ext e;
+	nc__ext_init(&e, &raw);
+	assert_int_equal(nc__ext_step(&e, 250, 0), 250);
+	assert_int_equal(nc__ext_step(&e, 5, 10), 261);   /* wrapped once */
+	assert_int_equal(nc__ext_step(&e, 100, 20), 356);
+	assert_int_equal(nc__ext_step(&e, 99, 30), 356);  /* backwards: held */
+	assert_int_equal(e.backsteps, 1);
+	assert_int_equal(nc__ext_step(&e, 110, 40), 366); /* measured from 100 */
+	/* with a rate, whole periods come from the OS clock: 1 tick/ns, 1000 ns
+	 * = 3 periods + 232 ticks */
+	nc__ext_set_hz(&e, 1e9);
+	assert_int_equal(nc__ext_step(&e, (110 + 1000) & 255, 1040), 366 + 1000);
+	/* 64-bit raw counters pass through */
+	struct nc__counter raw64 = {.name = "y", .bits = 64};
+	nc__ext_init(&e, &raw64);
+	assert_int_equal(nc__ext_step(&e, UINT64_MAX - 1, 0), UINT64_MAX - 1);
+}
+
+/* The application's own counter, with its rate calibrated, or stated. */
+static void child_user_calibrated(void)
+{
+	struct nc_counter_spec s = {"third", third, NULL, 0, 64};
+	CHECK(nc_set_counter(&s) == 0);
+	CHECK(nc_init() == 0);
+	CHECK(strcmp(nc_counter_name(), "third") == 0);
+	double hz = nc_ticks_per_second(), ppm = nc_ticks_per_second_uncertainty_ppm();
+	double err = fabs(hz - 1e9 / 3) / (1e9 / 3) * 1e6;
+	if (!(err <= ppm + 0.5)) { /* + the counter's own 1/3-tick truncation jitter */
+		fprintf(stderr, "child: hz %.3f, error %.3f ppm, stated %.3f\n", hz, err, ppm);
+		_exit(1);
+	}
+	CHECK(nc_set_counter(&s) == NC_EBUSY); /* too late now */
+}
+
+static void test_user_calibrated(void **state)
+{
+	(void)state;
+	run_child(child_user_calibrated, NULL);
+}
+
+static void child_user_stated(void)
+{
+	struct nc_counter_spec s = {"third", third, NULL, 1e9 / 3, 64};
+	CHECK(nc_set_counter(&s) == 0);
+	CHECK(nc_init() == 0);
+	CHECK(strcmp(nc_ticks_per_second_source(), "application") == 0);
+	CHECK(fabs(nc_ticks_per_second() - 1e9 / 3) < 1e-3);
+}
+
+static void test_user_stated(void **state)
+{
+	(void)state;
+	run_child(child_user_stated, NULL);
+}
+
+static void child_user_bad(void)
+{
+	struct nc_counter_spec s = {"frozen", frozen, NULL, 1e9, 64};
+	CHECK(nc_set_counter(NULL) == NC_EINVAL);
+	struct nc_counter_spec b = s;
+	b.bits = 0;
+	CHECK(nc_set_counter(&b) == NC_EINVAL);
+	b.bits = 65;
+	CHECK(nc_set_counter(&b) == NC_EINVAL);
+	b = s;
+	b.hz = 5;
+	CHECK(nc_set_counter(&b) == NC_ERANGE);
+	b = s;
+	b.read = NULL;
+	CHECK(nc_set_counter(&b) == NC_EINVAL);
+	CHECK(nc_set_counter(&s) == 0);
+	CHECK(nc_init() == NC_ENOCOUNTER); /* installed but frozen */
+	CHECK(strcmp(nc_counter_name(), "frozen") != 0);
+}
+
+static void test_user_bad(void **state)
+{
+	(void)state;
+	run_child(child_user_bad, NULL);
+}
+
+/* 16 threads race on the first use with a user counter installed. */
+static pthread_barrier_t go;
+static void *racer(void *arg)
+{
+	uint64_t *out = arg;
+	pthread_barrier_wait(&go);
+	*out = nc_ticks() + 1;
+	return NULL;
+}
+
+static void child_race(void)
+{
+	struct nc_counter_spec s = {"third", third, NULL, 1e9 / 3, 64};
+	CHECK(nc_set_counter(&s) == 0);
+	pthread_t th[16];
+	uint64_t v[16];
+	pthread_barrier_init(&go, NULL, 16);
+	for (int i = 0; i < 16; i++)
+		CHECK(pthread_create(&th[i], NULL, racer, &v[i]) == 0);
+	for (int i = 0; i < 16; i++)
+		pthread_join(th[i], NULL);
+	CHECK(nc__init_runs == 1);
+	CHECK(strcmp(nc_counter_name(), "third") == 0);
+	for (int i = 0; i < 16; i++)
+		CHECK(v[i] > 1);
+}
+
+static void test_race_select_once(void **state)
+{
+	(void)state;
+	run_child(child_race, NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bad_candidates),  cmocka_unit_test(test_forced_failing),
+		cmocka_unit_test(test_forced_unknown),  cmocka_unit_test(test_forced_os),
+		cmocka_unit_test(test_narrow_wrapping), cmocka_unit_test(test_extend_step),
+		cmocka_unit_test(test_user_calibrated), cmocka_unit_test(test_user_stated),
+		cmocka_unit_test(test_user_bad),        cmocka_unit_test(test_race_select_once),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

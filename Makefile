@@ -14,6 +14,8 @@ LIBDIR ?= $(PREFIX)/lib
 INCDIR ?= $(PREFIX)/include
 BINDIR ?= $(PREFIX)/bin
 SANITIZE ?=
+# Prefix for running test programs (e.g. qemu-aarch64 -L /usr/aarch64-linux-gnu)
+RUN ?=
 
 SOVERSION := 0
 VERSION := 0.1.0
@@ -21,7 +23,7 @@ VERSION := 0.1.0
 comma := ,
 # One build tree per sanitizer setting so objects never mix.
 ifeq ($(SANITIZE),)
-B := build
+B ?= build
 SANFLAGS :=
 else
 B := build/san-$(subst $(comma),-,$(SANITIZE))
@@ -47,6 +49,8 @@ TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/%.o)
 
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
+# tests with cases that need a process of their own (tests/child.h)
+CASE_BIN := $(patsubst tests/%.c,$(B)/tests/%,$(shell grep -l '"child.h"' $(TEST_SRC)))
 EXAMPLE_SRC := $(wildcard examples/*.c)
 EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%)
 
@@ -54,7 +58,7 @@ STATIC := $(B)/libnanoclock.a
 SHARED := $(B)/libnanoclock.so.$(VERSION)
 TOOL := $(B)/nanoclock
 
-.PHONY: all run check bench install uninstall clean examples deps
+.PHONY: all run check bench install uninstall clean examples deps tests check-cross
 all: $(STATIC) $(SHARED) $(TOOL)
 
 $(B)/%.o: %.c $(HEADERS) src/internal.h
@@ -86,26 +90,41 @@ $(B)/examples/%: examples/%.c $(STATIC) $(HEADERS)
 
 # ---- tests (cmocka) ----
 deps:
-	@./scripts/install-test-deps
+	@[ -n "$(NC_SKIP_DEPS)" ] || CC="$(CC)" ./scripts/install-test-deps
 
-$(B)/tests/%: tests/%.c tests/sim.h $(STATIC) $(HEADERS) | deps
+$(B)/tests/%: tests/%.c tests/sim.h tests/child.h $(STATIC) $(HEADERS) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(STATIC) -lcmocka $(LIBS)
 
-check: $(TEST_BIN) $(TOOL) $(EXAMPLE_BIN)
+tests: $(TEST_BIN) $(TOOL) $(EXAMPLE_BIN)
+
+check: tests
 	@pass=0; fail=0; \
 	for t in $(TEST_BIN); do \
 		echo "== $$t"; \
-		if $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); echo "FAILED: $$t"; fi; \
+		if $(RUN) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); echo "FAILED: $$t"; fi; \
 	done; \
+	if [ -n "$$NC_TEST_NO_FORK" ]; then \
+		for t in $(CASE_BIN); do \
+			for c in $$($(RUN) $$t --list-cases); do \
+				if $(RUN) $$t --case $$c; then pass=$$((pass+1)); echo "case $$c: ok"; \
+				else fail=$$((fail+1)); echo "FAILED: $$t --case $$c"; fi; \
+			done; \
+		done; \
+	fi; \
 	echo "== tool smoke test"; \
-	if ./$(TOOL) info --json > $(B)/info.json && grep -q '"cost_ns"' $(B)/info.json; then \
+	if $(RUN) ./$(TOOL) info --json > $(B)/info.json && grep -q '"candidates"' $(B)/info.json; then \
 		pass=$$((pass+1)); else fail=$$((fail+1)); echo "FAILED: nanoclock info --json"; fi; \
 	for e in $(EXAMPLE_BIN); do \
-		if $$e > /dev/null; then pass=$$((pass+1)); else fail=$$((fail+1)); echo "FAILED: $$e"; fi; \
+		if $(RUN) $$e > /dev/null; then pass=$$((pass+1)); else fail=$$((fail+1)); echo "FAILED: $$e"; fi; \
 	done; \
 	echo "test programs: $$pass passed, $$fail failed"; \
 	test $$fail -eq 0
+
+# Cross-build for arm64, ppc64le, riscv64 and i686 and run every test under
+# qemu-user (installs toolchains, qemu and the targets' cmocka as needed).
+check-cross:
+	./scripts/check-cross
 
 # ---- install ----
 install: all

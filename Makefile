@@ -38,19 +38,17 @@ ALL_LDFLAGS = $(SANFLAGS) -pthread $(LDFLAGS)
 LIBS := -lm
 
 LIB_SRC := src/clock.c src/conv.c src/calibrate.c src/env.c src/freq_sources.c \
-	src/kernel.c src/counter_check.c src/errors.c src/select.c src/trap.c src/extend.c \
+	src/kernel.c src/counter_check.c src/errors.c src/select.c src/trap.c src/extend.c src/sync.c \
 	src/counters/x86_tsc.c src/counters/os_clock.c src/counters/arm64_cntvct.c \
 	src/counters/ppc64_timebase.c src/counters/riscv64_rdtime.c src/counters/user.c
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
-HEADERS := include/nanoclock.h include/nanoclock_info.h
+HEADERS := include/nanoclock.h include/nanoclock_info.h include/nanoclock_sync.h
 
 TOOL_SRC := tools/nanoclock.c bench/bench.c
 TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/%.o)
 
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
-# tests with cases that need a process of their own (tests/child.h)
-CASE_BIN := $(patsubst tests/%.c,$(B)/tests/%,$(shell grep -l '"child.h"' $(TEST_SRC)))
 EXAMPLE_SRC := $(wildcard examples/*.c)
 EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%)
 
@@ -104,14 +102,6 @@ check: tests
 		echo "== $$t"; \
 		if $(RUN) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); echo "FAILED: $$t"; fi; \
 	done; \
-	if [ -n "$$NC_TEST_NO_FORK" ]; then \
-		for t in $(CASE_BIN); do \
-			for c in $$($(RUN) $$t --list-cases); do \
-				if $(RUN) $$t --case $$c; then pass=$$((pass+1)); echo "case $$c: ok"; \
-				else fail=$$((fail+1)); echo "FAILED: $$t --case $$c"; fi; \
-			done; \
-		done; \
-	fi; \
 	echo "== tool smoke test"; \
 	if $(RUN) ./$(TOOL) info --json > $(B)/info.json && grep -q '"candidates"' $(B)/info.json; then \
 		pass=$$((pass+1)); else fail=$$((fail+1)); echo "FAILED: nanoclock info --json"; fi; \
@@ -140,6 +130,7 @@ install: all
 
 uninstall:
 	rm -f $(DESTDIR)$(INCDIR)/nanoclock.h $(DESTDIR)$(INCDIR)/nanoclock_info.h \
+		$(DESTDIR)$(INCDIR)/nanoclock_sync.h \
 		$(DESTDIR)$(LIBDIR)/libnanoclock.* $(DESTDIR)$(LIBDIR)/pkgconfig/nanoclock.pc \
 		$(DESTDIR)$(BINDIR)/nanoclock
 

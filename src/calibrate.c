@@ -19,7 +19,10 @@
  *  3. the slope b is ns per tick, hz = 1e9 / b.  Its standard error is
  *     sigma / sqrt(Sxx), sigma being the residual scatter; the stated
  *     uncertainty is 4 standard errors (the reference's 1 ns quantum puts a
- *     floor under sigma).  The worst-case bound from bracket widths alone
+ *     floor under sigma), plus a systematic term: half the change of the
+ *     mean bracket width between the first and last quarter of the window,
+ *     over the distance between them (if brackets narrow as code warms up,
+ *     the reference's place in them drifts).  The worst-case bound from bracket widths alone
  *     (each end anywhere in its bracket) is also reported: it is what a
  *     single pair of brackets could guarantee, and shrinks as 1/window.
  *
@@ -75,6 +78,12 @@ int nc__calibrate(const struct nc__calib_io *io, int64_t window_ns, struct nc__c
 	uint32_t n = 0, total = 0;
 	long double first_y = 0, last_y = 0;
 	uint64_t first_w = 0, last_w = 0;
+	/* bracket widths and positions in the first and last quarter of the
+	 * window: a drift of the widths (warm-up, emulation, frequency change)
+	 * moves where the reference falls in the bracket, a bias the residual
+	 * scatter cannot show */
+	long double qw[2] = {0, 0}, qx[2] = {0, 0};
+	long qn[2] = {0, 0};
 
 	for (long i = 0; i < MAX_BRACKETS; i++) {
 		uint64_t t1 = io->read(io->ctx);
@@ -98,7 +107,14 @@ int nc__calibrate(const struct nc__calib_io *io, int64_t window_ns, struct nc__c
 		sxx += x * x;
 		sxy += x * y;
 		syy += y * y;
-		if (y - first_y >= window_ns && n >= 16)
+		long double rel = y - first_y;
+		int q = rel < window_ns / 4 ? 0 : rel >= 3 * (window_ns / 4) ? 1 : -1;
+		if (q >= 0) {
+			qw[q] += (long double)w;
+			qx[q] += x;
+			qn[q]++;
+		}
+		if (rel >= window_ns && n >= 16)
 			break;
 		if (w < w0)
 			w0 = w;
@@ -123,7 +139,10 @@ int nc__calibrate(const struct nc__calib_io *io, int64_t window_ns, struct nc__c
 	out->hz = (double)(1e9L / slope);
 	if (!(out->hz > 0) || !isfinite(out->hz))
 		return NC_ECALIB;
-	out->ppm = (double)(1e6L * 4 * se / slope);
+	long double drift = 0;
+	if (qn[0] > 0 && qn[1] > 0 && qx[1] / qn[1] > qx[0] / qn[0])
+		drift = fabsl(qw[1] / qn[1] - qw[0] / qn[0]) / 2 / (qx[1] / qn[1] - qx[0] / qn[0]);
+	out->ppm = (double)(1e6L * (4 * se / slope + drift));
 	long double span_y = last_y - first_y;
 	out->worst_ppm = (double)(1e6L * ((first_w + last_w) * 0.5L * slope + 2) / span_y);
 	out->sigma_ns = (double)sigma;

@@ -172,6 +172,9 @@ NC_HIDDEN int nc__counter_check(const struct nc__counter *c, int n, uint64_t *re
 
 NC_HIDDEN int64_t nc__mono_raw_ns(void);
 
+/* ---- sync.c ---- */
+NC_HIDDEN extern int nc__sync_fail_create_at;
+
 /* ---- clock.c ---- */
 NC_HIDDEN extern int nc__init_runs;
 

@@ -1,9 +1,7 @@
 /* Test cases that need a fresh process (the library initialises once per
- * process).  Natively each runs in a forked child; under qemu-user, whose
- * fork is unreliable (it hangs or crashes in Debian 12's qemu 7.2), the
- * runner sets NC_TEST_NO_FORK=1: the cmocka test is skipped and the runner
- * starts `test_x --case NAME` as a process of its own instead.  A case
- * reports through its exit status and a line on stderr. */
+ * process).  Each runs in a forked child and reports through its exit
+ * status and a line on stderr; `test_x --case NAME` runs one in the
+ * current process (for a debugger), `--list-cases` lists them. */
 #ifndef NC_TEST_CHILD_H
 #define NC_TEST_CHILD_H
 
@@ -65,10 +63,6 @@ static inline int child_main(int argc, char **argv, const struct child_case *cas
 /* Inside a cmocka test: run one case in a forked child (or skip). */
 #define RUN_CASE(c)                                                                        \
 	do {                                                                               \
-		if (getenv("NC_TEST_NO_FORK")) {                                           \
-			skip();                                                            \
-			return;                                                            \
-		}                                                                          \
 		fflush(NULL);                                                              \
 		pid_t pid_ = fork();                                                       \
 		if (pid_ == 0) {                                                           \

@@ -6,8 +6,10 @@
 
 #include <nanoclock.h>
 #include <nanoclock_info.h>
+#include <nanoclock_sync.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 
@@ -120,7 +122,7 @@ static void info_json(const struct nc_info *in, const struct nc_costs *c, const 
 	json_str(k->hypervisor);
 	printf("},\n    \"cpuinfo_tsc_flags\": ");
 	json_str(k->cpuinfo_tsc_flags);
-	printf("\n  }\n}\n");
+	printf("\n  }");
 }
 
 static void info_text(const struct nc_info *in, const struct nc_costs *c, const char *arch)
@@ -190,8 +192,105 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 static int usage(FILE *f)
 {
 	fprintf(f, "usage: nanoclock info [--json]\n"
-		   "       nanoclock bench [--quick]\n");
+		   "       nanoclock check [--method cop|switch] [--probes N] [--rounds N] [--json]\n"
+		   "       nanoclock bench [--quick]\n"
+		   "       nanoclock bench sync [--runs N]\n");
 	return f == stderr ? 2 : 0;
+}
+
+static void sync_json(const struct nc_sync_report *r, int indent)
+{
+	const char *p = indent ? "    " : "  ";
+	printf("{\n%s\"verdict\": \"%s\",\n%s\"method\": \"%s\",\n%s\"cpus\": [", p,
+	       nc_sync_verdict_name(r->verdict), p, r->method == NC_SYNC_SWITCH ? "switch" : "cop", p);
+	for (int i = 0; i < r->ncpus; i++)
+		printf("%s%d", i ? ", " : "", r->cpu[i].cpu);
+	printf("],\n%s\"base_cpu\": %d,\n%s\"max_shift_ticks\": %llu,\n%s\"max_shift_ns\": %.3f,\n", p,
+	       r->base_cpu, p, (unsigned long long)r->max_shift_ticks, p, r->max_shift_ns);
+	printf("%s\"monotonic\": %s,\n%s\"same_pace\": %s,\n%s\"advancing\": %s,\n", p,
+	       r->monotonic ? "true" : "false", p, r->same_pace ? "true" : "false", p,
+	       r->advancing ? "true" : "false");
+	printf("%s\"elapsed_ms\": %.3f,\n%s\"quality\": %.3f,\n%s\"probes\": %llu,\n"
+	       "%s\"decreases\": %llu,\n%s\"rounds\": %u,\n%s\"timed_out\": %s,\n",
+	       p, r->elapsed_ms, p, r->quality, p, (unsigned long long)r->probes, p,
+	       (unsigned long long)r->decreases, p, r->rounds_done, p, r->timed_out ? "true" : "false");
+	printf("%s\"per_cpu\": [", p);
+	for (int i = 0; i < r->ncpus; i++) {
+		const struct nc_sync_cpu *c = &r->cpu[i];
+		printf("%s\n%s  {\"cpu\": %d, \"shift_lo_ticks\": %lld, \"shift_hi_ticks\": %lld, "
+		       "\"bounded\": %s, \"probes\": %llu, \"enclosed\": %llu, \"advancing\": %s}",
+		       i ? "," : "", p, c->cpu, (long long)c->shift_lo, (long long)c->shift_hi,
+		       c->bounded ? "true" : "false", (unsigned long long)c->probes,
+		       (unsigned long long)c->enclosed, c->advancing ? "true" : "false");
+	}
+	printf("\n%s],\n%s\"bad_cpu\": %d,\n%s\"evidence\": ", p, p, r->bad_cpu, p);
+	json_str(r->evidence);
+	printf(",\n%s\"kernel_tsc_unstable\": %s,\n%s\"cpuid_invariant_tsc\": %s\n%s}", p,
+	       jtri(r->kernel_tsc_unstable), p, jtri(r->cpuid_invariant_tsc), indent ? "  " : "");
+}
+
+static void sync_line(const struct nc_sync_report *r)
+{
+	printf("%s over CPUs", nc_sync_verdict_name(r->verdict));
+	for (int i = 0; i < r->ncpus; i++)
+		printf("%s%d", i ? "," : " ", r->cpu[i].cpu);
+	printf(" (%s): max shift %llu ticks (%.1f ns), %smonotonic, %s pace, %.1f ms, quality %.2f",
+	       r->method == NC_SYNC_SWITCH ? "switch" : "cop", (unsigned long long)r->max_shift_ticks,
+	       r->max_shift_ns, r->monotonic ? "" : "NOT ", r->same_pace ? "same" : "DIFFERENT",
+	       r->elapsed_ms, r->quality);
+	if (r->evidence[0])
+		printf(" — %s", r->evidence);
+	printf("\n");
+}
+
+static int cmd_check(int argc, char **argv)
+{
+	struct nc_sync_options o;
+	nc_sync_default_options(&o);
+	int json = 0;
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if (!strcmp(argv[i], "--method") && i + 1 < argc) {
+			i++;
+			if (!strcmp(argv[i], "cop"))
+				o.method = NC_SYNC_COP;
+			else if (!strcmp(argv[i], "switch")) {
+				o.method = NC_SYNC_SWITCH;
+				o.probes = 0;
+				o.min_enclosed = 0;
+			} else
+				return usage(stderr);
+		} else if (!strcmp(argv[i], "--probes") && i + 1 < argc)
+			o.probes = (unsigned)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+			o.rounds = (unsigned)strtoul(argv[++i], NULL, 10);
+		else
+			return usage(stderr);
+	}
+	struct nc_sync_report r;
+	int rc = nc_sync_check(&o, &r);
+	if (rc != 0 && rc != NC_ESYS) {
+		fprintf(stderr, "nanoclock check: %s\n", nc_strerror(rc));
+		return 2;
+	}
+	if (json) {
+		sync_json(&r, 0);
+		printf("\n");
+	} else {
+		if (rc != 0)
+			printf("check could not run: %s — ", nc_strerror(rc));
+		sync_line(&r);
+		for (int i = 1; i < r.ncpus; i++)
+			printf("  CPU %d - CPU %d: shift in [%lld, %lld] ticks, %llu probes, %llu enclosed\n",
+			       r.cpu[i].cpu, r.base_cpu, (long long)r.cpu[i].shift_lo,
+			       (long long)r.cpu[i].shift_hi, (unsigned long long)r.cpu[i].probes,
+			       (unsigned long long)r.cpu[i].enclosed);
+		printf("  kernel: TSC marked unstable %s; CPUID invariant TSC %s (reported, not used "
+		       "for the verdict)\n",
+		       tri(r.kernel_tsc_unstable), tri(r.cpuid_invariant_tsc));
+	}
+	return r.verdict == NC_SYNC_CONSISTENT ? 0 : r.verdict == NC_SYNC_INCONSISTENT ? 1 : 3;
 }
 
 int main(int argc, char **argv)
@@ -202,6 +301,8 @@ int main(int argc, char **argv)
 		return usage(stdout);
 	if (!strcmp(argv[1], "bench"))
 		return nc_bench_main(argc, argv);
+	if (!strcmp(argv[1], "check"))
+		return cmd_check(argc, argv);
 	if (strcmp(argv[1], "info") != 0)
 		return usage(stderr);
 	int json = 0;
@@ -217,9 +318,22 @@ int main(int argc, char **argv)
 	nc_get_info(&in);
 	struct nc_costs c;
 	nc_measure_costs(&c, 200000, 3);
-	if (json)
+	/* a quick cross-CPU check for the one-line verdict */
+	struct nc_sync_options so;
+	nc_sync_default_options(&so);
+	so.probes = 5000;
+	so.rounds = 2;
+	struct nc_sync_report sr;
+	int src = nc_sync_check(&so, &sr);
+	if (json) {
 		info_json(&in, &c, arch);
-	else
+		printf(",\n  \"sync\": ");
+		sync_json(&sr, 1);
+		printf("\n}\n");
+	} else {
 		info_text(&in, &c, arch);
+		printf("cross-CPU      %s", src ? "check could not run — " : "");
+		sync_line(&sr);
+	}
 	return 0;
 }

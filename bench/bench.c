@@ -9,6 +9,10 @@
 #include "bench.h"
 
 #include <nanoclock.h>
+#include <nanoclock_sync.h>
+
+#include <pthread.h>
+#include <sched.h>
 
 #include <math.h>
 #include <spawn.h>
@@ -221,8 +225,158 @@ static void use_for(double seconds)
 	}
 }
 
+/* ---- cross-CPU check: hand-off limit and repeated runs ---- */
+
+/* Ping-pong of one cache line between two pinned threads.  The minimum
+ * one-way time a->b plus the minimum b->a (counter read before the store,
+ * counter read after the load that saw it) is the hand-off limit: no
+ * probe-ordering method can bound a shift more tightly than that, and the
+ * unknown shift between the CPUs cancels in the sum. */
+#define PP_N 20000
+struct pingpong {
+	uint64_t flag __attribute__((aligned(64)));
+	int cpu[2];
+	uint64_t best_ab, best_ba;
+};
+
+static void pin(int cpu)
+{
+	cpu_set_t s;
+	CPU_ZERO(&s);
+	CPU_SET(cpu, &s);
+	pthread_setaffinity_np(pthread_self(), sizeof(s), &s);
+}
+
+static void *pp_b(void *arg)
+{
+	struct pingpong *p = arg;
+	pin(p->cpu[1]);
+	for (uint64_t i = 0; i < PP_N; i++) {
+		while (__atomic_load_n(&p->flag, __ATOMIC_ACQUIRE) != 2 * i + 1)
+			;
+		uint64_t t1 = nc_ticks_begin();
+		/* a -> b: the sender's stamp rides in the line */
+		uint64_t t0 = __atomic_load_n(&p->best_ab, __ATOMIC_RELAXED);
+		(void)t0;
+		__atomic_store_n(&p->best_ba, t1, __ATOMIC_RELAXED);
+		uint64_t t2 = nc_ticks_begin();
+		__atomic_store_n(&p->best_ab, t2, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->flag, 2 * i + 2, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/* Returns the hand-off limit in ticks between cpu a and cpu b (0 if the
+ * threads could not run). */
+static uint64_t handoff_limit(int a, int b)
+{
+	static struct pingpong p; /* one at a time */
+	memset(&p, 0, sizeof(p));
+	p.cpu[0] = a;
+	p.cpu[1] = b;
+	pthread_t th;
+	if (pthread_create(&th, NULL, pp_b, &p) != 0)
+		return 0;
+	cpu_set_t old;
+	pthread_getaffinity_np(pthread_self(), sizeof(old), &old);
+	pin(a);
+	uint64_t best_ab = UINT64_MAX, best_ba = UINT64_MAX;
+	for (uint64_t i = 0; i < PP_N; i++) {
+		uint64_t t0 = nc_ticks_begin();
+		__atomic_store_n(&p.flag, 2 * i + 1, __ATOMIC_RELEASE);
+		while (__atomic_load_n(&p.flag, __ATOMIC_ACQUIRE) != 2 * i + 2)
+			;
+		uint64_t t3 = nc_ticks_begin();
+		uint64_t t1 = __atomic_load_n(&p.best_ba, __ATOMIC_RELAXED); /* b's read on arrival */
+		uint64_t t2 = __atomic_load_n(&p.best_ab, __ATOMIC_RELAXED); /* b's read before sending */
+		if (t1 - t0 < best_ab)
+			best_ab = t1 - t0;
+		if (t3 - t2 < best_ba)
+			best_ba = t3 - t2;
+	}
+	pthread_join(th, NULL);
+	pthread_setaffinity_np(pthread_self(), sizeof(old), &old);
+	return best_ab + best_ba;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static int bench_sync(int runs)
+{
+	struct nc_sync_options o;
+	nc_sync_default_options(&o);
+	static struct nc_sync_report r;
+	nc_sync_check(&o, &r); /* warm-up, and the CPU list */
+	if (r.ncpus < 2) {
+		printf("one CPU allowed: nothing to compare (report: %s, max shift %llu)\n",
+		       nc_sync_verdict_name(r.verdict), (unsigned long long)r.max_shift_ticks);
+		return 0;
+	}
+	int a = r.cpu[0].cpu, b = r.cpu[1].cpu;
+	uint64_t lim1 = handoff_limit(a, b);
+	uint64_t *bound = calloc((size_t)runs, sizeof(uint64_t));
+	double *ms = calloc((size_t)runs, sizeof(double));
+	int counts[3] = {0, 0, 0}, within = 0;
+	uint64_t probes = 0;
+	double total_ms = 0;
+	for (int i = 0; i < runs; i++) {
+		nc_sync_check(&o, &r);
+		counts[r.verdict]++;
+		bound[i] = r.max_shift_ticks;
+		ms[i] = r.elapsed_ms;
+		probes += r.probes;
+		total_ms += r.elapsed_ms;
+	}
+	uint64_t lim2 = handoff_limit(a, b);
+	uint64_t lim = lim1 < lim2 ? lim1 : lim2;
+	for (int i = 0; i < runs; i++)
+		if ((double)bound[i] <= 1.1 * (double)lim)
+			within++;
+	qsort(bound, (size_t)runs, sizeof(bound[0]), cmp_u64);
+	qsort(ms, (size_t)runs, sizeof(ms[0]), cmp_d);
+	unsigned per_cpu = (unsigned)(r.probes / (uint64_t)r.ncpus / r.rounds_done);
+	printf("nanoclock bench sync — CPUs %d and %d, method cop, %u probes x %u rounds per run\n", a,
+	       b, per_cpu, o.rounds);
+	printf("hand-off limit (min a->b + min b->a): %llu ticks (before %llu, after %llu)\n",
+	       (unsigned long long)lim, (unsigned long long)lim1, (unsigned long long)lim2);
+	printf("%d runs: %d consistent, %d inconsistent, %d inconclusive\n", runs, counts[0],
+	       counts[1], counts[2]);
+	printf("max shift bound: min %llu, median %llu, max %llu ticks = %.3f / %.3f / %.3f x the "
+	       "limit; %d of %d runs within 1.1x\n",
+	       (unsigned long long)bound[0], (unsigned long long)bound[runs / 2],
+	       (unsigned long long)bound[runs - 1], (double)bound[0] / lim,
+	       (double)bound[runs / 2] / lim, (double)bound[runs - 1] / lim, within, runs);
+	printf("elapsed per check: median %.2f ms, max %.2f ms\n", ms[runs / 2], ms[runs - 1]);
+	/* cop serialises every probe through one cache line: time grows with
+	 * ncpus * probes * rounds at the measured cost per probe */
+	double per_probe_us = total_ms * 1e3 / (double)probes;
+	/* default probes: 2000 per CPU on 64 or 256 CPUs (see nc_sync_check) */
+	printf("cost per probe: %.3f us; projected with the default probe counts (2000 per CPU at 64 "
+	       "and 256 CPUs): 64 CPUs %.0f ms, 256 CPUs %.0f ms — if the hand-off cost stays the "
+	       "same; contention on wider machines makes each probe dearer\n",
+	       per_probe_us, 64.0 * 2000 * o.rounds * per_probe_us / 1e3,
+	       256.0 * 2000 * o.rounds * per_probe_us / 1e3);
+	free(bound);
+	free(ms);
+	return 0;
+}
+
 int nc_bench_main(int argc, char **argv)
 {
+	if (argc >= 3 && !strcmp(argv[2], "sync")) {
+		int runs = 100;
+		if (argc >= 5 && !strcmp(argv[3], "--runs"))
+			runs = atoi(argv[4]);
+		if (runs < 1 || runs > 100000) {
+			fprintf(stderr, "usage: nanoclock bench sync [--runs N]\n");
+			return 2;
+		}
+		return bench_sync(runs);
+	}
 	int quick = 0;
 	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--init-once")) {

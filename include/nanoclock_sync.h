@@ -28,7 +28,8 @@ extern "C" {
 
 struct nc_sync_options {
 	int method;             /* NC_SYNC_COP or NC_SYNC_SWITCH */
-	unsigned probes;        /* cop: probes per CPU per round; switch: visits per CPU */
+	unsigned probes;        /* cop: probes per CPU per round (0: 20000 for up to 2 CPUs,
+				   40000/ncpus, at least 2000, above); switch: visits per CPU (0: 200) */
 	unsigned rounds;        /* independent rounds; shift intervals are intersected */
 	unsigned min_enclosed;  /* quality: probes of each CPU enclosed by base-CPU probes */
 	double time_limit_ms;   /* whole check; probing stops at the limit */
@@ -74,7 +75,7 @@ struct nc_sync_report {
 	int cpuid_invariant_tsc; /* CPUID's invariant-TSC bit (-1 unknown) */
 };
 
-/* Defaults: cop, 20000 probes, 3 rounds, 50 enclosed, 2000 ms. */
+/* Defaults: cop, automatic probe count, 3 rounds, 50 enclosed, 2000 ms. */
 __attribute__((visibility("default"))) void nc_sync_default_options(struct nc_sync_options *o);
 
 /* Runs the check.  o may be NULL (defaults).  Returns 0 with *r filled, or

@@ -425,7 +425,7 @@ void nc_sync_default_options(struct nc_sync_options *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->method = NC_SYNC_COP;
-	o->probes = 20000;
+	o->probes = 0; /* auto: see nc_sync_check */
 	o->rounds = 3;
 	o->min_enclosed = 50;
 	o->time_limit_ms = 2000;
@@ -447,7 +447,7 @@ int nc_sync_check(const struct nc_sync_options *opt, struct nc_sync_report *rep)
 		struct nc_sync_options d;
 		nc_sync_default_options(&d);
 		if (o.probes == 0)
-			o.probes = o.method == NC_SYNC_SWITCH ? 200 : d.probes;
+			o.probes = o.method == NC_SYNC_SWITCH ? 200 : 0;
 		if (o.rounds == 0)
 			o.rounds = d.rounds;
 		if (o.min_enclosed == 0)
@@ -485,6 +485,11 @@ int nc_sync_check(const struct nc_sync_options *opt, struct nc_sync_report *rep)
 		}
 	rep->ncpus = ncpu;
 	rep->base_cpu = cpus[0];
+	/* auto: 20000 probes per CPU on small machines, fewer on wide ones so
+	 * that the serialised probing stays near 40000 per round (each probe
+	 * is a cache-line hand-off); never below 2000 per CPU */
+	if (o.probes == 0 && o.method == NC_SYNC_COP)
+		o.probes = ncpu <= 2 ? 20000 : 40000 / (unsigned)ncpu > 2000 ? 40000 / (unsigned)ncpu : 2000;
 
 	struct shared *sh = aligned_alloc(64, (sizeof(struct shared) + 63) / 64 * 64);
 	struct acc *a = calloc(1, sizeof(*a));

@@ -1,0 +1,281 @@
+/* The cross-CPU check: honest counters, and a simulated per-CPU counter
+ * with an offset, a rate error or a frozen counter on one CPU; one CPU;
+ * the caller's affinity; a thread that cannot be created. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "internal.h"
+#include "nanoclock_sync.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The library's counter, transformed per CPU. */
+struct sim {
+	int cpu;             /* the CPU that misbehaves */
+	int64_t offset;      /* added on that CPU */
+	double rate;         /* that CPU's counter runs this much faster (0.01 = 1%) */
+	int frozen;          /* that CPU's counter stands still */
+	uint64_t t0;         /* rate errors accumulate from here */
+};
+
+static uint64_t sim_read(void *ctx)
+{
+	const struct sim *s = ctx;
+	uint64_t t = nc_ticks_begin();
+	if (sched_getcpu() != s->cpu)
+		return t;
+	if (s->frozen)
+		return s->t0;
+	if (s->rate != 0)
+		t += (uint64_t)((double)(t - s->t0) * s->rate);
+	return t + (uint64_t)s->offset;
+}
+
+static int ncpus_allowed(int *second)
+{
+	cpu_set_t m;
+	pthread_getaffinity_np(pthread_self(), sizeof(m), &m);
+	int n = 0;
+	*second = -1;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &m)) {
+			if (n == 1)
+				*second = c;
+			n++;
+		}
+	return n;
+}
+
+static struct nc_sync_report rep; /* large: keep it off the stack */
+
+static void test_honest(void **state)
+{
+	(void)state;
+	int second;
+	int n = ncpus_allowed(&second);
+	struct nc_sync_options o;
+	nc_sync_default_options(&o);
+	assert_int_equal(nc_sync_check(&o, &rep), 0);
+	assert_int_equal(rep.ncpus, n);
+	assert_int_equal(rep.method, NC_SYNC_COP);
+	/* this library's counter on this machine: the counters agree */
+	if (rep.verdict != NC_SYNC_CONSISTENT)
+		fail_msg("honest counter: %s — %s", nc_sync_verdict_name(rep.verdict), rep.evidence);
+	assert_true(rep.monotonic && rep.same_pace && rep.advancing);
+	assert_true(rep.quality >= 1);
+	assert_int_equal(rep.decreases, 0);
+	assert_true(rep.probes > 0);
+	for (int i = 1; i < rep.ncpus; i++) {
+		assert_true(rep.cpu[i].bounded);
+		assert_true(rep.cpu[i].shift_lo <= rep.cpu[i].shift_hi);
+		assert_true((uint64_t)(rep.cpu[i].shift_hi - rep.cpu[i].shift_lo) <= rep.max_shift_ticks);
+	}
+	printf("  honest: max shift %llu ticks, %.1f ms\n", (unsigned long long)rep.max_shift_ticks,
+	       rep.elapsed_ms);
+}
+
+/* An offset of N >= 2x the honest bound on one CPU is always caught. */
+static void test_offset_detected(void **state)
+{
+	(void)state;
+	int second;
+	if (ncpus_allowed(&second) < 2)
+		skip();
+	struct nc_sync_options o;
+	nc_sync_default_options(&o);
+	assert_int_equal(nc_sync_check(&o, &rep), 0);
+	uint64_t bound = rep.max_shift_ticks;
+	int64_t offsets[] = {(int64_t)(2 * bound + 1), (int64_t)(3 * bound), 100000, -(int64_t)(2 * bound + 1),
+			     -1000000};
+	for (size_t k = 0; k < sizeof(offsets) / sizeof(offsets[0]); k++) {
+		for (int run = 0; run < 5; run++) {
+			struct sim s = {second, offsets[k], 0, 0, 0};
+			o.read = sim_read;
+			o.ctx = &s;
+			assert_int_equal(nc_sync_check(&o, &rep), 0);
+			if (rep.verdict != NC_SYNC_INCONSISTENT || rep.bad_cpu != second)
+				fail_msg("offset %lld (honest bound %llu): %s, bad cpu %d — %s",
+					 (long long)offsets[k], (unsigned long long)bound,
+					 nc_sync_verdict_name(rep.verdict), rep.bad_cpu, rep.evidence);
+			assert_true(strlen(rep.evidence) > 0);
+		}
+	}
+}
+
+static void test_fast_cpu_detected(void **state)
+{
+	(void)state;
+	int second;
+	if (ncpus_allowed(&second) < 2)
+		skip();
+	struct sim s = {second, 0, 0.01, 0, nc_ticks_begin()};
+	struct nc_sync_options o;
+	nc_sync_default_options(&o);
+	o.read = sim_read;
+	o.ctx = &s;
+	assert_int_equal(nc_sync_check(&o, &rep), 0);
+	assert_int_equal(rep.verdict, NC_SYNC_INCONSISTENT);
+	assert_int_equal(rep.bad_cpu, second);
+	assert_false(rep.monotonic && rep.same_pace);
+}
+
+static void test_frozen_cpu_detected(void **state)
+{
+	(void)state;
+	int second;
+	if (ncpus_allowed(&second) < 2)
+		skip();
+	struct sim s = {second, 0, 0, 1, nc_ticks_begin()};
+	struct nc_sync_options o;
+	nc_sync_default_options(&o);
+	o.read = sim_read;
+	o.ctx = &s;
+	assert_int_equal(nc_sync_check(&o, &rep), 0);
+	assert_int_equal(rep.verdict, NC_SYNC_INCONSISTENT);
+	assert_int_equal(rep.bad_cpu, second);
+	assert_false(rep.advancing);
+}
+
+/* One CPU allowed: a correct report, not an error. */
+static void test_one_cpu(void **state)
+{
+	(void)state;
+	cpu_set_t old, one;
+	pthread_getaffinity_np(pthread_self(), sizeof(old), &old);
+	int first = -1;
+	for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+		if (CPU_ISSET(c, &old))
+			first = c;
+	CPU_ZERO(&one);
+	CPU_SET(first, &one);
+	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
+	struct nc_sync_options o;
+	nc_sync_default_options(&o);
+	for (int m = 0; m < 2; m++) {
+		o.method = m ? NC_SYNC_SWITCH : NC_SYNC_COP;
+		o.probes = 0;
+		o.min_enclosed = 0;
+		assert_int_equal(nc_sync_check(&o, &rep), 0);
+		assert_int_equal(rep.ncpus, 1);
+		assert_int_equal(rep.cpu[0].cpu, first);
+		assert_int_equal(rep.verdict, NC_SYNC_CONSISTENT);
+		assert_int_equal(rep.max_shift_ticks, 0);
+		assert_true(rep.monotonic && rep.advancing);
+	}
+	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(old), &old), 0);
+}
+
+static int same_mask(const cpu_set_t *a)
+{
+	cpu_set_t now;
+	pthread_getaffinity_np(pthread_self(), sizeof(now), &now);
+	return CPU_EQUAL(a, &now);
+}
+
+/* Switching never leaves the caller's affinity changed, and is coarse but
+ * consistent here. */
+static void test_switch(void **state)
+{
+	(void)state;
+	cpu_set_t before;
+	pthread_getaffinity_np(pthread_self(), sizeof(before), &before);
+	struct nc_sync_options o;
+	nc_sync_default_options(&o);
+	o.method = NC_SYNC_SWITCH;
+	o.probes = 0;
+	o.min_enclosed = 0;
+	assert_int_equal(nc_sync_check(&o, &rep), 0);
+	assert_true(same_mask(&before));
+	assert_int_equal(rep.method, NC_SYNC_SWITCH);
+	assert_true(rep.verdict == NC_SYNC_CONSISTENT);
+}
+
+/* A failing pthread_create: clean error, no thread left, affinity kept. */
+static void test_create_failure(void **state)
+{
+	(void)state;
+	int second;
+	if (ncpus_allowed(&second) < 2)
+		skip();
+	cpu_set_t before;
+	pthread_getaffinity_np(pthread_self(), sizeof(before), &before);
+	struct nc_sync_options o;
+	nc_sync_default_options(&o);
+	nc__sync_fail_create_at = 1;
+	int rc = nc_sync_check(&o, &rep);
+	nc__sync_fail_create_at = -1;
+	assert_int_equal(rc, NC_ESYS);
+	assert_int_equal(rep.verdict, NC_SYNC_INCONCLUSIVE);
+	assert_non_null(strstr(rep.evidence, "could not create"));
+	assert_true(same_mask(&before));
+	/* and the next check works */
+	assert_int_equal(nc_sync_check(&o, &rep), 0);
+	assert_int_equal(rep.verdict, NC_SYNC_CONSISTENT);
+}
+
+/* Too few probes to say: inconclusive, not a guess. */
+static void test_inconclusive(void **state)
+{
+	(void)state;
+	int second;
+	if (ncpus_allowed(&second) < 2)
+		skip();
+	struct nc_sync_options o;
+	nc_sync_default_options(&o);
+	o.probes = 3;
+	o.rounds = 1;
+	o.min_enclosed = 1000;
+	assert_int_equal(nc_sync_check(&o, &rep), 0);
+	assert_int_equal(rep.verdict, NC_SYNC_INCONCLUSIVE);
+	assert_true(rep.quality < 1);
+	assert_non_null(strstr(rep.evidence, "too little evidence"));
+}
+
+static void test_bad_options(void **state)
+{
+	(void)state;
+	struct nc_sync_options o;
+	nc_sync_default_options(&o);
+	assert_int_equal(nc_sync_check(&o, NULL), NC_EINVAL);
+	o.method = 7;
+	assert_int_equal(nc_sync_check(&o, &rep), NC_EINVAL);
+	nc_sync_default_options(&o);
+	o.hz = -1;
+	assert_int_equal(nc_sync_check(&o, &rep), NC_EINVAL);
+	/* NULL options: the defaults */
+	assert_int_equal(nc_sync_check(NULL, &rep), 0);
+	assert_string_equal(nc_sync_verdict_name(NC_SYNC_INCONCLUSIVE), "inconclusive");
+}
+
+/* A time limit bounds the check even with absurd probe counts. */
+static void test_time_limit(void **state)
+{
+	(void)state;
+	struct nc_sync_options o;
+	nc_sync_default_options(&o);
+	o.probes = 50000000;
+	o.time_limit_ms = 30;
+	int64_t a = nc__mono_raw_ns();
+	assert_int_equal(nc_sync_check(&o, &rep), 0);
+	int64_t took = nc__mono_raw_ns() - a;
+	assert_true(rep.timed_out);
+	assert_true(took < 2000000000); /* bounded: far below what 50M probes would take */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_honest),          cmocka_unit_test(test_offset_detected),
+		cmocka_unit_test(test_fast_cpu_detected), cmocka_unit_test(test_frozen_cpu_detected),
+		cmocka_unit_test(test_one_cpu),         cmocka_unit_test(test_switch),
+		cmocka_unit_test(test_create_failure),  cmocka_unit_test(test_inconclusive),
+		cmocka_unit_test(test_bad_options),     cmocka_unit_test(test_time_limit),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -57,7 +57,9 @@ struct nc_sync_report {
 	int truncated;          /* the mask had more than NC_SYNC_MAX_CPUS CPUs */
 	int base_cpu;
 	struct nc_sync_cpu cpu[NC_SYNC_MAX_CPUS];
-	uint64_t max_shift_ticks; /* upper bound on |shift| between any two CPUs */
+	int bounded;            /* every CPU got a shift interval; if 0, max_shift covers
+				   only the CPUs that did (and the verdict is not consistent) */
+	uint64_t max_shift_ticks; /* upper bound on the shift between any two CPUs */
 	double max_shift_ns;
 	int monotonic;          /* no reading smaller than the one before it */
 	int same_pace;          /* shifts did not move between halves of the run */

@@ -34,8 +34,10 @@
  *  - advancing: each CPU's counter must move.
  *  - quality: for each CPU, how many of its readings were enclosed by
  *    base readings; below min_enclosed the bound is not trusted.
- * Verdict: inconsistent on any contradiction (decrease, empty interval,
- * moved shift, frozen counter); else inconclusive if quality < 1; else
+ * Verdict: inconsistent on any evidence of disagreement: a decrease, an
+ * interval that excludes 0 (the counters provably differ by at least its
+ * near end), an empty interval, a moved shift, a frozen counter; else
+ * inconclusive if quality < 1; else
  * consistent, with max_shift = the width of the hull of [0,0] and all the
  * intervals: an upper bound on the shift between any two CPUs.
  *
@@ -126,7 +128,7 @@ struct acc {
 	uint64_t enclosed[NC_SYNC_MAX_CPUS], probes[NC_SYNC_MAX_CPUS];
 	int advanced[NC_SYNC_MAX_CPUS];
 	uint64_t decreases, total;
-	int pace_ok, empty, bad_idx;
+	int pace_ok, empty, shifted, bad_idx;
 	char evidence[256];
 };
 
@@ -194,6 +196,15 @@ static void analyse_round(struct acc *a, const struct rec *r, size_t n, const in
 			x->hi = round[c].hi;
 			x->has_hi = 1;
 		}
+		if (x->has_lo && x->lo > 0 && !a->shifted) {
+			a->shifted = 1;
+			note(a, c, "CPU %d's counter is ahead of CPU %d's by at least %lld ticks", cpus[c],
+			     cpus[0], (long long)x->lo);
+		} else if (x->has_hi && x->hi < 0 && !a->shifted) {
+			a->shifted = 1;
+			note(a, c, "CPU %d's counter is behind CPU %d's by at least %lld ticks", cpus[c],
+			     cpus[0], (long long)-x->hi);
+		}
 		if (x->has_lo && x->has_hi && x->lo > x->hi && !a->empty) {
 			a->empty = 1;
 			note(a, c, "no constant shift fits CPU %d: readings bound it both above %lld and "
@@ -201,6 +212,14 @@ static void analyse_round(struct acc *a, const struct rec *r, size_t n, const in
 			     cpus[c], (long long)x->lo, (long long)x->hi);
 		}
 	}
+}
+
+static int enough_evidence(const struct acc *a, int ncpu, unsigned min_enclosed)
+{
+	for (int c = 1; c < ncpu; c++)
+		if (a->enclosed[c] < min_enclosed || !a->iv[c].has_lo || !a->iv[c].has_hi)
+			return 0;
+	return 1;
 }
 
 /* ---- collection ---- */
@@ -294,7 +313,7 @@ static int cop_round(const int *cpus, int ncpu, unsigned probes, struct shared *
 		while (__atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE) < created) {
 			if (nc__mono_raw_ns() > sh->deadline_ns) {
 				snprintf(why, whylen, "threads did not start within the time limit");
-				rc = NC_ESYS;
+				rc = 1; /* timed out: not an error */
 				break;
 			}
 			sched_yield();
@@ -509,7 +528,12 @@ int nc_sync_check(const struct nc_sync_options *opt, struct nc_sync_report *rep)
 	int64_t t0 = nc__mono_raw_ns();
 	sh->deadline_ns = t0 + (int64_t)(o.time_limit_ms * 1e6);
 	int rc = 0;
-	for (unsigned round = 0; round < o.rounds; round++) {
+	/* The requested rounds, then more (up to 4x) while the evidence is
+	 * short: a thread descheduled for a few ms leaves a round with few
+	 * interleavings, which a later round usually makes up. */
+	for (unsigned round = 0; round < 4 * o.rounds; round++) {
+		if (round >= o.rounds && enough_evidence(a, ncpu, o.min_enclosed))
+			break;
 		if (nc__mono_raw_ns() > sh->deadline_ns) {
 			rep->timed_out = 1;
 			break;
@@ -520,6 +544,11 @@ int nc_sync_check(const struct nc_sync_options *opt, struct nc_sync_report *rep)
 		rc = o.method == NC_SYNC_COP
 			     ? cop_round(cpus, ncpu, o.probes, sh, &r, &n, why, sizeof(why))
 			     : switch_round(cpus, ncpu, o.probes, sh, &r, &n, why, sizeof(why));
+		if (rc == 1) {
+			rc = 0;
+			rep->timed_out = 1;
+			break;
+		}
 		if (rc != 0) {
 			snprintf(rep->evidence, sizeof(rep->evidence), "%s", why);
 			break;
@@ -573,11 +602,15 @@ int nc_sync_check(const struct nc_sync_options *opt, struct nc_sync_report *rep)
 	if (rep->rounds_done == 0)
 		quality = 0;
 	rep->quality = quality;
+	rep->bounded = quality > 0 || ncpu == 1;
+	for (int i = 1; i < ncpu; i++)
+		if (!rep->cpu[i].bounded)
+			rep->bounded = 0;
 	rep->max_shift_ticks = (uint64_t)(hi - lo);
 	rep->max_shift_ns = hz > 0 ? (double)rep->max_shift_ticks * 1e9 / hz : 0;
 
 	if (rc == 0) {
-		if (a->decreases || a->empty || !a->pace_ok || !rep->advancing) {
+		if (a->decreases || a->empty || a->shifted || !a->pace_ok || !rep->advancing) {
 			rep->verdict = NC_SYNC_INCONSISTENT;
 		} else if (quality < 1) {
 			rep->verdict = NC_SYNC_INCONCLUSIVE;

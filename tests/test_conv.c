@@ -164,14 +164,15 @@ static void test_round_trip(void **state)
 				n = (uint64_t)k;
 			/* ns -> ticks -> ns lands within one tick of where it began */
 			uint64_t back = nc_conv_ticks_to_ns(&c, nc_conv_ns_to_ticks(&c, n));
-			double err = fabs((double)back - (double)n);
+			/* differences in integers: doubles lose the low bits here */
+			double err = (double)(back > n ? back - n : n - back);
 			if (err > ns_per_tick + 1)
 				fail_msg("ns round trip off by %.2f ns (tick %.4f ns)", err, ns_per_tick);
 			/* ticks -> ns -> ticks: within one tick where a tick is >= 2 ns;
 			 * faster counters lose what 1 ns cannot express */
 			uint64_t t = (uint64_t)(sim_uniform(&s) * (double)top);
 			uint64_t t2 = nc_conv_ns_to_ticks(&c, nc_conv_ticks_to_ns(&c, t));
-			double terr = fabs((double)t2 - (double)t);
+			double terr = (double)(t2 > t ? t2 - t : t - t2);
 			double allowed = ns_per_tick >= 2 ? 1 : ceil(1.5 / ns_per_tick) + 1;
 			if (terr > allowed)
 				fail_msg("tick round trip off by %.0f ticks at %.1f Hz", terr, rates[i]);

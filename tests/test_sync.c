@@ -61,7 +61,10 @@ static void test_honest(void **state)
 	int n = ncpus_allowed(&second);
 	struct nc_sync_options o;
 	nc_sync_default_options(&o);
-	assert_int_equal(nc_sync_check(&o, &rep), 0);
+	int tries = 0; /* a loaded machine may starve a thread: inconclusive, retried */
+	do
+		assert_int_equal(nc_sync_check(&o, &rep), 0);
+	while (rep.verdict == NC_SYNC_INCONCLUSIVE && ++tries < 5);
 	assert_int_equal(rep.ncpus, n);
 	assert_int_equal(rep.method, NC_SYNC_COP);
 	/* this library's counter on this machine: the counters agree */
@@ -89,7 +92,18 @@ static void test_offset_detected(void **state)
 		skip();
 	struct nc_sync_options o;
 	nc_sync_default_options(&o);
-	assert_int_equal(nc_sync_check(&o, &rep), 0);
+	/* the honest bound first, through the same simulated read with no
+	 * fault injected (a loaded machine may need a retry to interleave the
+	 * threads enough for a verdict) */
+	struct sim honest = {second, 0, 0, 0, 0};
+	o.read = sim_read;
+	o.ctx = &honest;
+	int tries = 0;
+	do
+		assert_int_equal(nc_sync_check(&o, &rep), 0);
+	while (rep.verdict != NC_SYNC_CONSISTENT && ++tries < 5);
+	assert_int_equal(rep.verdict, NC_SYNC_CONSISTENT);
+	assert_true(rep.bounded);
 	uint64_t bound = rep.max_shift_ticks;
 	int64_t offsets[] = {(int64_t)(2 * bound + 1), (int64_t)(3 * bound), 100000, -(int64_t)(2 * bound + 1),
 			     -1000000};
@@ -216,7 +230,8 @@ static void test_create_failure(void **state)
 	assert_true(same_mask(&before));
 	/* and the next check works */
 	assert_int_equal(nc_sync_check(&o, &rep), 0);
-	assert_int_equal(rep.verdict, NC_SYNC_CONSISTENT);
+	assert_int_equal(rep.ncpus, ncpus_allowed(&second));
+	assert_true(rep.verdict != NC_SYNC_INCONSISTENT);
 }
 
 /* Too few probes to say: inconclusive, not a guess. */
@@ -259,13 +274,14 @@ static void test_time_limit(void **state)
 	(void)state;
 	struct nc_sync_options o;
 	nc_sync_default_options(&o);
-	o.probes = 50000000;
+	o.probes = 2000000; /* ~0.5 s of probing here */
 	o.time_limit_ms = 30;
 	int64_t a = nc__mono_raw_ns();
 	assert_int_equal(nc_sync_check(&o, &rep), 0);
 	int64_t took = nc__mono_raw_ns() - a;
 	assert_true(rep.timed_out);
-	assert_true(took < 2000000000); /* bounded: far below what 50M probes would take */
+	assert_true(rep.verdict != NC_SYNC_CONSISTENT || rep.quality >= 1);
+	assert_true(took < 300000000); /* bounded: well below the 0.5 s the probes would take */
 }
 
 int main(void)

@@ -205,8 +205,12 @@ static void sync_json(const struct nc_sync_report *r, int indent)
 	       nc_sync_verdict_name(r->verdict), p, r->method == NC_SYNC_SWITCH ? "switch" : "cop", p);
 	for (int i = 0; i < r->ncpus; i++)
 		printf("%s%d", i ? ", " : "", r->cpu[i].cpu);
-	printf("],\n%s\"base_cpu\": %d,\n%s\"max_shift_ticks\": %llu,\n%s\"max_shift_ns\": %.3f,\n", p,
-	       r->base_cpu, p, (unsigned long long)r->max_shift_ticks, p, r->max_shift_ns);
+	printf("],\n%s\"base_cpu\": %d,\n", p, r->base_cpu);
+	if (r->bounded)
+		printf("%s\"max_shift_ticks\": %llu,\n%s\"max_shift_ns\": %.3f,\n", p,
+		       (unsigned long long)r->max_shift_ticks, p, r->max_shift_ns);
+	else /* no bound for some CPU: say so rather than print a number */
+		printf("%s\"max_shift_ticks\": null,\n%s\"max_shift_ns\": null,\n", p, p);
 	printf("%s\"monotonic\": %s,\n%s\"same_pace\": %s,\n%s\"advancing\": %s,\n", p,
 	       r->monotonic ? "true" : "false", p, r->same_pace ? "true" : "false", p,
 	       r->advancing ? "true" : "false");

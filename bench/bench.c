@@ -236,7 +236,8 @@ static void use_for(double seconds)
 struct pingpong {
 	uint64_t flag __attribute__((aligned(64)));
 	int cpu[2];
-	uint64_t best_ab, best_ba;
+	uint64_t b_arrived; /* b's counter read on seeing a's store */
+	uint64_t b_left;    /* b's counter read just before its reply */
 };
 
 static void pin(int cpu)
@@ -254,13 +255,8 @@ static void *pp_b(void *arg)
 	for (uint64_t i = 0; i < PP_N; i++) {
 		while (__atomic_load_n(&p->flag, __ATOMIC_ACQUIRE) != 2 * i + 1)
 			;
-		uint64_t t1 = nc_ticks_begin();
-		/* a -> b: the sender's stamp rides in the line */
-		uint64_t t0 = __atomic_load_n(&p->best_ab, __ATOMIC_RELAXED);
-		(void)t0;
-		__atomic_store_n(&p->best_ba, t1, __ATOMIC_RELAXED);
-		uint64_t t2 = nc_ticks_begin();
-		__atomic_store_n(&p->best_ab, t2, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->b_arrived, nc_ticks_begin(), __ATOMIC_RELAXED);
+		__atomic_store_n(&p->b_left, nc_ticks_begin(), __ATOMIC_RELAXED);
 		__atomic_store_n(&p->flag, 2 * i + 2, __ATOMIC_RELEASE);
 	}
 	return NULL;
@@ -287,8 +283,8 @@ static uint64_t handoff_limit(int a, int b)
 		while (__atomic_load_n(&p.flag, __ATOMIC_ACQUIRE) != 2 * i + 2)
 			;
 		uint64_t t3 = nc_ticks_begin();
-		uint64_t t1 = __atomic_load_n(&p.best_ba, __ATOMIC_RELAXED); /* b's read on arrival */
-		uint64_t t2 = __atomic_load_n(&p.best_ab, __ATOMIC_RELAXED); /* b's read before sending */
+		uint64_t t1 = __atomic_load_n(&p.b_arrived, __ATOMIC_RELAXED);
+		uint64_t t2 = __atomic_load_n(&p.b_left, __ATOMIC_RELAXED);
 		if (t1 - t0 < best_ab)
 			best_ab = t1 - t0;
 		if (t3 - t2 < best_ba)

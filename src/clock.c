@@ -50,9 +50,7 @@ static struct {
 	nc_conv_t conv;       /* in use for intervals */
 	double hz, ppm;
 	const char *hz_source;
-	char hz_source_buf[40];
 	struct nc__calib cal; /* the init fit: anchor for long baselines */
-	int have_cal;
 	double meas_hz, meas_ppm, meas_worst_ppm, meas_window_ns;
 	uint32_t refreshes;
 	double epoch_ns;      /* length of the current epoch */
@@ -232,7 +230,6 @@ static void do_init(void)
 	uint64_t kind = S.ctr->kind;
 	if (kind == NC__KIND_TSC && S.kv.cpuid_rdtscp == 1)
 		kind = NC__KIND_TSCP;
-	S.have_cal = 1;
 	set_measured(&S.cal);
 	use_hz(S.cal.hz, S.cal.ppm, "measured");
 

@@ -166,7 +166,10 @@ NC_HIDDEN void nc__cpuid_read(struct nc__cpuid *c);
 NC_HIDDEN int nc__cpuid_raw(uint32_t leaf, uint32_t sub, uint32_t r[4]);
 
 /* Read a counter n times: 0 if it never decreased and advanced at least
- * once; resolution = smallest nonzero step, cost in ns per read. */
+ * once; resolution = smallest nonzero step, cost in ns per read.  Else
+ * NC_ENOCOUNTER (it went backwards) or NC__CHECK_STILL (it did not move),
+ * with why[] filled. */
+#define NC__CHECK_STILL 1
 NC_HIDDEN int nc__counter_check(const struct nc__counter *c, int n, uint64_t *resolution,
 				double *cost_ns, char *why, size_t whylen);
 

@@ -112,11 +112,13 @@ static void evaluate(void *arg)
 	for (int round = 0; round < CHECK_ROUNDS; round++) {
 		ev->rc = nc__counter_check(c, CHECK_READS, &ev->res, &ev->cost, ev->why,
 					   sizeof(ev->why));
-		if (ev->rc == 0 || strstr(ev->why, "backwards"))
-			break;
+		if (ev->rc != NC__CHECK_STILL)
+			break; /* passed, or went backwards: reading longer cannot help */
 	}
-	if (ev->rc)
+	if (ev->rc) {
+		ev->rc = NC_ENOCOUNTER;
 		return;
+	}
 	if (c->fixed_hz > 0) {
 		ev->hz = c->fixed_hz;
 		snprintf(ev->hz_src, sizeof(ev->hz_src), "exact");

@@ -36,6 +36,7 @@ struct nc__calib {
 	double ppm;           /* stated uncertainty (about 4 sigma) */
 	double worst_ppm;     /* worst case from bracket widths alone */
 	double sigma_ns;      /* residual scatter of accepted samples */
+	double anchor_sd_ns;  /* standard error of the fitted line at its centroid */
 	uint64_t min_width;   /* narrowest bracket seen, ticks */
 	uint64_t accept_width;/* brackets wider than this were dropped */
 	uint32_t n_used, n_total;

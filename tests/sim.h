@@ -18,6 +18,9 @@ struct sim {
 	int frozen;           /* counter never moves */
 	int backwards;        /* counter runs backwards */
 	int ref_frozen;       /* reference never moves */
+	/* slow wander of the reference reading (an emulated or virtual timer
+	 * catching up): + wander_ns * sin(2 pi t / wander_period_ns + phase) */
+	double wander_ns, wander_period_ns, wander_phase;
 	uint64_t rng;
 	long calls;
 };
@@ -59,7 +62,13 @@ static inline int64_t sim_ref(void *ctx)
 {
 	struct sim *s = (struct sim *)ctx;
 	sim_advance(s);
-	return s->ref_frozen ? 1000 : (int64_t)floorl(s->t_ns);
+	if (s->ref_frozen)
+		return 1000;
+	long double t = s->t_ns;
+	if (s->wander_ns > 0)
+		t += s->wander_ns * sin(6.283185307179586 * (double)(t / s->wander_period_ns) +
+					s->wander_phase);
+	return (int64_t)floorl(t);
 }
 
 static inline void sim_default(struct sim *s, double hz, uint64_t seed)
@@ -73,6 +82,7 @@ static inline void sim_default(struct sim *s, double hz, uint64_t seed)
 	s->preempt_p = 0;
 	s->preempt_ns = 0;
 	s->frozen = s->backwards = s->ref_frozen = 0;
+	s->wander_ns = s->wander_period_ns = s->wander_phase = 0;
 	s->rng = seed * 0x9E3779B97F4A7C15ull + 1;
 	s->calls = 0;
 }

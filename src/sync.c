@@ -228,6 +228,8 @@ struct shared {
 	int start __attribute__((aligned(64)));
 	int abort;
 	int ready;
+	int running;  /* threads on their CPU and spinning, about to probe */
+	int nthreads;
 	int64_t deadline_ns;
 	uint64_t (*read)(void *);
 	void *ctx;
@@ -257,8 +259,21 @@ static void *cop_worker(void *arg)
 	__atomic_fetch_add(&sh->ready, 1, __ATOMIC_ACQ_REL);
 	while (!__atomic_load_n(&sh->start, __ATOMIC_ACQUIRE))
 		sched_yield(); /* the main thread releases us within microseconds */
-	if (__atomic_load_n(&sh->abort, __ATOMIC_ACQUIRE) || !w->pinned)
+	if (!w->pinned) /* the round is void: do not keep the others waiting */
+		__atomic_store_n(&sh->abort, 1, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&sh->abort, __ATOMIC_ACQUIRE))
 		return NULL;
+	/* Probes only interleave while every thread runs at once.  On a busy
+	 * machine a thread that yields may wait a whole time slice for its CPU
+	 * while the others finish alone: no evidence.  So the threads meet
+	 * spinning, which means each is on its CPU, and only then probe (a
+	 * burst of ~0.1 ms, well inside a time slice). */
+	__atomic_fetch_add(&sh->running, 1, __ATOMIC_ACQ_REL);
+	for (unsigned spin = 1; __atomic_load_n(&sh->running, __ATOMIC_ACQUIRE) < sh->nthreads;
+	     spin++)
+		if ((spin & 1023) == 0 && (__atomic_load_n(&sh->abort, __ATOMIC_ACQUIRE) ||
+					   nc__mono_raw_ns() > sh->deadline_ns))
+			return NULL;
 	for (unsigned i = 0; i < w->want; i++) {
 		if ((i & 255) == 0 && nc__mono_raw_ns() > sh->deadline_ns)
 			break;
@@ -290,6 +305,7 @@ static int cop_round(const int *cpus, int ncpu, unsigned probes, struct shared *
 	sh->start = 0;
 	sh->abort = 0;
 	sh->ready = 0;
+	sh->running = 0;
 	for (int i = 0; i < ncpu && rc == 0; i++) {
 		w[i].cpu = cpus[i];
 		w[i].idx = i;
@@ -321,6 +337,7 @@ static int cop_round(const int *cpus, int ncpu, unsigned probes, struct shared *
 	}
 	if (rc != 0)
 		__atomic_store_n(&sh->abort, 1, __ATOMIC_RELEASE);
+	sh->nthreads = created;
 	__atomic_store_n(&sh->start, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < created; i++)
 		pthread_join(w[i].th, NULL);

@@ -87,6 +87,15 @@ static int64_t io_ref(void *ctx)
 }
 
 /* ---- publishing ---- */
+/* The odd sequence number must be visible before any field changes: a
+ * release fence after it, or (ThreadSanitizer does not model fences) a
+ * release store of every field. */
+#ifdef NC__TSAN
+#define ST_ORDER __ATOMIC_RELEASE
+#else
+#define ST_ORDER __ATOMIC_RELAXED
+#endif
+
 static void publish(uint64_t kind, uint64_t bt, uint64_t sp, uint64_t bn, const nc_conv_t *now,
 		    const nc_conv_t *conv)
 {
@@ -94,16 +103,18 @@ static void publish(uint64_t kind, uint64_t bt, uint64_t sp, uint64_t bn, const 
 	int first = s & 1; /* the initial odd value: no readers to fence */
 	if (!first) {
 		__atomic_store_n(&nc__g.seq, s + 1, __ATOMIC_RELAXED);
+#ifndef NC__TSAN
 		__atomic_thread_fence(__ATOMIC_RELEASE);
+#endif
 	}
-	__atomic_store_n(&nc__g.kind, kind, __ATOMIC_RELAXED);
-	__atomic_store_n(&nc__g.base_ticks, bt, __ATOMIC_RELAXED);
-	__atomic_store_n(&nc__g.span, sp, __ATOMIC_RELAXED);
-	__atomic_store_n(&nc__g.base_ns, bn, __ATOMIC_RELAXED);
-	__atomic_store_n(&nc__g.now_int, now->ns_int, __ATOMIC_RELAXED);
-	__atomic_store_n(&nc__g.now_frac, now->ns_frac, __ATOMIC_RELAXED);
-	__atomic_store_n(&nc__g.conv_int, conv->ns_int, __ATOMIC_RELAXED);
-	__atomic_store_n(&nc__g.conv_frac, conv->ns_frac, __ATOMIC_RELAXED);
+	__atomic_store_n(&nc__g.kind, kind, ST_ORDER);
+	__atomic_store_n(&nc__g.base_ticks, bt, ST_ORDER);
+	__atomic_store_n(&nc__g.span, sp, ST_ORDER);
+	__atomic_store_n(&nc__g.base_ns, bn, ST_ORDER);
+	__atomic_store_n(&nc__g.now_int, now->ns_int, ST_ORDER);
+	__atomic_store_n(&nc__g.now_frac, now->ns_frac, ST_ORDER);
+	__atomic_store_n(&nc__g.conv_int, conv->ns_int, ST_ORDER);
+	__atomic_store_n(&nc__g.conv_frac, conv->ns_frac, ST_ORDER);
 	__atomic_store_n(&nc__g.seq, first ? 2 : s + 2, __ATOMIC_RELEASE);
 }
 
@@ -115,16 +126,16 @@ static void snapshot(struct snap *p)
 {
 	for (unsigned spins = 0;; spins++) {
 		p->seq = __atomic_load_n(&nc__g.seq, __ATOMIC_ACQUIRE);
-		p->kind = __atomic_load_n(&nc__g.kind, __ATOMIC_RELAXED);
-		p->bt = __atomic_load_n(&nc__g.base_ticks, __ATOMIC_RELAXED);
-		p->sp = __atomic_load_n(&nc__g.span, __ATOMIC_RELAXED);
-		p->bn = __atomic_load_n(&nc__g.base_ns, __ATOMIC_RELAXED);
-		p->mi = __atomic_load_n(&nc__g.now_int, __ATOMIC_RELAXED);
-		p->mf = __atomic_load_n(&nc__g.now_frac, __ATOMIC_RELAXED);
-		p->ci = __atomic_load_n(&nc__g.conv_int, __ATOMIC_RELAXED);
-		p->cf = __atomic_load_n(&nc__g.conv_frac, __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (!(p->seq & 1) && p->seq == __atomic_load_n(&nc__g.seq, __ATOMIC_RELAXED))
+		p->kind = __atomic_load_n(&nc__g.kind, NC__LD_ORDER);
+		p->bt = __atomic_load_n(&nc__g.base_ticks, NC__LD_ORDER);
+		p->sp = __atomic_load_n(&nc__g.span, NC__LD_ORDER);
+		p->bn = __atomic_load_n(&nc__g.base_ns, NC__LD_ORDER);
+		p->mi = __atomic_load_n(&nc__g.now_int, NC__LD_ORDER);
+		p->mf = __atomic_load_n(&nc__g.now_frac, NC__LD_ORDER);
+		p->ci = __atomic_load_n(&nc__g.conv_int, NC__LD_ORDER);
+		p->cf = __atomic_load_n(&nc__g.conv_frac, NC__LD_ORDER);
+		NC__RFENCE();
+		if (!(p->seq & 1) && p->seq == __atomic_load_n(&nc__g.seq, NC__LD_ORDER))
 			return;
 		if (spins > 64)
 			sched_yield(); /* the writer was preempted mid-update */
@@ -370,7 +381,7 @@ uint64_t nc__now_slow(void)
 uint64_t nc__ticks_slow(int ordered)
 {
 	ensure_init();
-	uint64_t k = __atomic_load_n(&nc__g.kind, __ATOMIC_RELAXED);
+	uint64_t k = __atomic_load_n(&nc__g.kind, NC__LD_ORDER);
 #if NC__HAVE_TSC
 	if (k == NC__KIND_TSC || k == NC__KIND_TSCP)
 		return ordered ? nc__rdtsc_fenced() : nc__rdtsc();

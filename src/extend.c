@@ -4,12 +4,15 @@
  * Each read takes the raw value and CLOCK_MONOTONIC_RAW under a lock and
  * adds the step since the previous read to a 64-bit total.  The step is
  * the difference modulo 2^bits, plus whole wrap periods when the OS clock
- * says more than half a period passed (once the rate is known): so wraps
- * are counted even if nobody read the counter for hours.  A raw value just
+ * says more than half a period passed: so wraps are counted even if nobody
+ * read the counter for hours.  The rate for that is the calibrated one, or
+ * before calibration ends a rough one from the reads since the first.  A raw value just
  * below the previous one (a counter running backwards, or two CPUs
  * disagreeing) would look like an almost full wrap; when the OS clock
  * says that much time cannot have passed, the step is taken as zero and
- * counted as a backward step, which selection rejects.
+ * counted as a backward step, which selection rejects.  Before any rate is
+ * known (the first 10 us of reads), a jump of more than half a period
+ * cannot be told from a backward step and is counted as one.
  * The lock makes reads of narrow counters cost a mutex and a vDSO call:
  * they are a fallback for devices, not a fast path. */
 #include "internal.h"
@@ -20,6 +23,22 @@
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* Ticks per ns: the calibrated rate, or until there is one (selection and
+ * calibration read through here too) a rough one from the reads so far,
+ * with its relative error (1 us of OS-clock jitter over the span).
+ * 0 if neither. */
+static double ext_rate(const struct nc__ext *e, double *rel_err)
+{
+	*rel_err = 0;
+	if (e->hz > 0)
+		return e->hz / 1e9;
+	int64_t span = e->last_os - e->first_os;
+	if (!e->started || span < 10000 || e->ext <= e->first_ext)
+		return 0;
+	*rel_err = 1000.0 / (double)span;
+	return (double)(e->ext - e->first_ext) / (double)span;
+}
+
 uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns)
 {
 	raw &= e->mask;
@@ -28,13 +47,21 @@ uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns)
 		e->last_raw = raw;
 		e->ext = raw;
 		e->last_os = os_ns;
+		e->first_ext = raw;
+		e->first_os = os_ns;
 		return e->ext;
 	}
 	double period = (double)e->mask + 1.0;
 	uint64_t delta = (raw - e->last_raw) & e->mask;
-	double expect = -1; /* ticks the OS clock says passed; < 0: rate unknown */
-	if (e->hz > 0 && os_ns >= e->last_os)
-		expect = (double)(os_ns - e->last_os) * e->hz / 1e9;
+	/* a rough rate is trusted only for gaps its error cannot turn into a
+	 * wrong count of periods */
+	double rel_err, rate = ext_rate(e, &rel_err);
+	double expect = -1; /* ticks the OS clock says passed; < 0: unknown */
+	if (rate > 0 && os_ns >= e->last_os) {
+		expect = (double)(os_ns - e->last_os) * rate;
+		if (expect * rel_err >= period / 4)
+			expect = -1;
+	}
 	if (expect >= period / 2) {
 		/* long gap: whole periods from the OS clock, rest from the counter */
 		double k = nearbyint((expect - (double)delta) / period);
@@ -42,9 +69,12 @@ uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns)
 			delta += (uint64_t)k * (e->mask + 1);
 	} else if ((double)delta > period / 2 &&
 		   (expect < 0 || (double)delta > expect + period / 4)) {
+		/* keep measuring from the highest value seen, and from the time
+		 * it was seen: a later read is then judged against the whole gap
+		 * (taking "now" here made every read after one late stamp look
+		 * like another backward step) */
 		e->backsteps++;
-		delta = 0;
-		raw = e->last_raw; /* keep measuring from the highest value seen */
+		return e->ext;
 	}
 	e->ext += delta;
 	e->last_raw = raw;
@@ -52,11 +82,25 @@ uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns)
 	return e->ext;
 }
 
+/* The OS time of a raw read is taken on both sides of it: a thread
+ * preempted between the two would stamp the value late, and a stamp late by
+ * half a period miscounts a wrap.  A wide pair is read again. */
 static uint64_t ext_read_with(struct nc__ext *e, uint64_t (*rd)(void *))
 {
 	pthread_mutex_lock(&mu);
-	uint64_t raw = rd(e->raw->ctx);
-	uint64_t v = nc__ext_step(e, raw, nc__mono_raw_ns());
+	double rel_err, rate = ext_rate(e, &rel_err);
+	/* an eighth of a period, or 20 us while the rate is unknown */
+	double max_ns = rate > 0 ? ((double)e->mask + 1.0) / rate / 8 : 20000;
+	int64_t os1, os2;
+	uint64_t raw;
+	for (int tries = 0;; tries++) {
+		os1 = nc__mono_raw_ns();
+		raw = rd(e->raw->ctx);
+		os2 = nc__mono_raw_ns();
+		if ((double)(os2 - os1) <= max_ns || tries == 15)
+			break;
+	}
+	uint64_t v = nc__ext_step(e, raw, os1 + (os2 - os1) / 2);
 	pthread_mutex_unlock(&mu);
 	return v;
 }

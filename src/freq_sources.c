@@ -55,13 +55,15 @@ void nc__src_perf_page(struct nc_hz_source *s)
 	uint32_t seq, mult = 0;
 	uint16_t shift = 0;
 	int cap = 0;
+	/* the kernel's seqlock on the page; full barriers (read once, at init)
+	 * rather than acquire fences, which ThreadSanitizer does not model */
 	for (int tries = 0; tries < 1000; tries++) {
 		seq = pc->lock;
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		__sync_synchronize();
 		cap = pc->cap_user_time;
 		mult = pc->time_mult;
 		shift = pc->time_shift;
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		__sync_synchronize();
 		if (pc->lock == seq)
 			break;
 	}

@@ -125,6 +125,8 @@ struct nc__ext {
 	uint64_t mask;
 	uint64_t last_raw, ext;
 	int64_t last_os;
+	uint64_t first_ext; /* the first read: a rough rate before hz is known */
+	int64_t first_os;
 	double hz;         /* 0 until known: then wraps are also counted by time */
 	int started;
 	long backsteps;    /* raw values that went backwards (see extend.c) */
@@ -175,6 +177,9 @@ NC_HIDDEN int nc__counter_check(const struct nc__counter *c, int n, uint64_t *re
 				double *cost_ns, char *why, size_t whylen);
 
 NC_HIDDEN int64_t nc__mono_raw_ns(void);
+
+/* ---- counters/arm64_cntvct.c: CNTVCTSS_EL0 present (FEAT_ECV) ---- */
+NC_HIDDEN int nc__arm64_has_ecv(void);
 
 /* ---- sync.c ---- */
 NC_HIDDEN extern int nc__sync_fail_create_at;

@@ -45,7 +45,6 @@ static double hints[NC_MAX_CANDIDATES];
 
 #if defined(__aarch64__)
 NC_HIDDEN extern const struct nc__counter nc__counter_cntvctss;
-NC_HIDDEN int nc__arm64_has_ecv(void);
 #endif
 
 static int build_list(const struct nc__counter **l, int max)

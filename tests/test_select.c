@@ -74,6 +74,21 @@ static uint64_t wrap20(void *ctx)
 	return (uint64_t)nc__mono_raw_ns() & ((1u << 20) - 1);
 }
 
+/* The same, with the thread preempted right after every 5th read once
+ * late_reads is set, for longer than half a wrap period: whoever stamps
+ * the read with the OS clock afterwards gets a time 0.7 ms late. */
+static int late_reads;
+static uint64_t wrap20_late(void *ctx)
+{
+	static int calls;
+	uint64_t v = wrap20(ctx);
+	if (late_reads && ++calls % 5 == 0) {
+		struct timespec ts = {0, 700000};
+		nanosleep(&ts, NULL);
+	}
+	return v;
+}
+
 static uint64_t third(void *ctx)
 {
 	(void)ctx;
@@ -232,6 +247,36 @@ static void child_wrap(const char *arg)
 	}
 }
 
+/* Reads preempted between the counter and the OS clock: no wrap counted
+ * twice or missed. */
+static void child_wrap_late(const char *arg)
+{
+	(void)arg;
+	add("wrap20_late", wrap20_late, 1e9, 20);
+	CHECK(nc_init() == 0);
+	CHECK(strcmp(nc_counter_name(), "wrap20_late") == 0);
+	int64_t ra = nc__mono_raw_ns();
+	uint64_t a = nc_ticks_begin();
+	late_reads = 1;
+	uint64_t prev = a;
+	for (int i = 0; i < 40; i++) { /* 8 late reads: ~6 ms of gaps */
+		uint64_t v = nc_ticks();
+		CHECK(v >= prev);
+		prev = v;
+	}
+	late_reads = 0;
+	uint64_t b = nc_ticks_end();
+	int64_t rb = nc__mono_raw_ns();
+	double el = (double)nc_ticks_to_ns(b - a), ref = (double)(rb - ra);
+	/* the reads are bracketed by the reference: only stamping errors
+	 * remain (a period counted wrongly is 1.05 ms; late stamps without
+	 * the bracket left 170-230 us) */
+	if (fabs(el - ref) > 50000) {
+		fprintf(stderr, "child: measured %.0f ns, reference %.0f ns\n", el, ref);
+		_exit(1);
+	}
+}
+
 /* Pure extension logic on synthetic values. */
 static void test_extend_step(void **state)
 {
@@ -249,6 +294,19 @@ static void test_extend_step(void **state)
 	 * = 3 periods + 232 ticks */
 	nc__ext_set_hz(&e, 1e9);
 	assert_int_equal(nc__ext_step(&e, (110 + 1000) & 255, 1040), 366 + 1000);
+	/* Before the rate is known (selection, calibration) a gap of more than
+	 * half a period must not be taken for a backward step: the extension
+	 * learns a rough rate from its own reads.  8 bits at 1 tick/ns: reads
+	 * every 20 ns for 20 us, then a gap of 1000 ns (3.9 periods), then 300
+	 * ns (1.2 periods, 44 ticks past a wrap: the raw value is lower). */
+	nc__ext_init(&e, &raw);
+	uint64_t v = 0;
+	for (int64_t t = 0; t <= 20000; t += 20)
+		v = nc__ext_step(&e, (uint64_t)t & 255, t);
+	assert_int_equal(v, 20000);
+	assert_int_equal(nc__ext_step(&e, (20000 + 1000) & 255, 21000), 21000);
+	assert_int_equal(nc__ext_step(&e, (21000 + 300) & 255, 21300), 21300);
+	assert_int_equal(e.backsteps, 0);
 	/* 64-bit raw counters pass through */
 	struct nc__counter raw64 = {.name = "y", .bits = 64};
 	nc__ext_init(&e, &raw64);
@@ -337,6 +395,7 @@ static const struct child_case cases[] = {
 	{"forced_unknown", child_forced_unknown, NULL, "no-such-counter", NULL},
 	{"forced_os", child_forced_os, NULL, "clock_monotonic", NULL},
 	{"narrow_wrapping", child_wrap, NULL, "wrap20", NULL},
+	{"narrow_preempted", child_wrap_late, NULL, "wrap20_late", NULL},
 	{"user_calibrated", child_user_calibrated, NULL, NULL, NULL},
 	{"user_stated", child_user_stated, NULL, NULL, NULL},
 	{"user_bad", child_user_bad, NULL, NULL, NULL},

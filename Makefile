@@ -17,8 +17,14 @@ SANITIZE ?=
 # Prefix for running test programs (e.g. qemu-aarch64 -L /usr/aarch64-linux-gnu)
 RUN ?=
 
+# The version is written once, in include/nanoclock.h.
+VERSION := $(shell sed -n 's/^\#define NC_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' include/nanoclock.h | paste -sd. -)
+# The soname's number is the ABI version.  It changes whenever a program
+# built against one release could misbehave with another: the layout of
+# struct nc_impl_state or the NC_IMPL_KIND_* values (nanoclock_impl.h,
+# compiled into callers of the inline functions), or the signature or
+# meaning of an exported function.  Adding functions does not change it.
 SOVERSION := 0
-VERSION := 0.1.0
 
 comma := ,
 # One build tree per sanitizer setting so objects never mix.
@@ -37,14 +43,12 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) -pthread $(LDFLAGS)
 LIBS := -lm
 
-LIB_SRC := src/clock.c src/conv.c src/calibrate.c src/env.c src/freq_sources.c \
-	src/kernel.c src/counter_check.c src/errors.c src/select.c src/trap.c src/extend.c src/sync.c \
-	src/counters/x86_tsc.c src/counters/os_clock.c src/counters/arm64_cntvct.c \
-	src/counters/ppc64_timebase.c src/counters/riscv64_rdtime.c src/counters/user.c
+LIB_SRC := $(wildcard src/*.c) $(wildcard src/counters/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
-HEADERS := include/nanoclock.h include/nanoclock_info.h include/nanoclock_sync.h
+HEADERS := include/nanoclock.h include/nanoclock_impl.h include/nanoclock_info.h \
+	include/nanoclock_sync.h
 
-TOOL_SRC := tools/nanoclock.c bench/bench.c
+TOOL_SRC := tools/cli.c tools/args.c bench/bench.c
 TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/%.o)
 
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -56,12 +60,15 @@ STATIC := $(B)/libnanoclock.a
 SHARED := $(B)/libnanoclock.so.$(VERSION)
 TOOL := $(B)/nanoclock
 
-.PHONY: all run check bench install uninstall clean examples deps tests check-cross
+.PHONY: all run check bench install uninstall clean examples deps tests check-cross check-inline
 all: $(STATIC) $(SHARED) $(TOOL)
 
-$(B)/%.o: %.c $(HEADERS) src/internal.h
+# -MMD -MP: each object's header dependencies, tracked by the compiler
+$(B)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d)
 
 $(STATIC): $(LIB_OBJ)
 	rm -f $@
@@ -82,17 +89,19 @@ bench: $(TOOL)
 	./$(TOOL) bench
 
 examples: $(EXAMPLE_BIN)
-$(B)/examples/%: examples/%.c $(STATIC) $(HEADERS)
+$(B)/examples/%: examples/%.c $(STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(STATIC) $(LIBS)
+	$(CC) $(ALL_CFLAGS) -MMD -MP $(ALL_LDFLAGS) -o $@ $< $(STATIC) $(LIBS)
 
 # ---- tests (cmocka) ----
 deps:
 	@[ -n "$(NC_SKIP_DEPS)" ] || CC="$(CC)" ./scripts/install-test-deps
 
-$(B)/tests/%: tests/%.c tests/sim.h tests/child.h $(STATIC) $(HEADERS) | deps
+$(B)/tests/%: tests/%.c $(STATIC) | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(STATIC) -lcmocka $(LIBS)
+	$(CC) $(ALL_CFLAGS) -MMD -MP $(ALL_LDFLAGS) -o $@ $< $(STATIC) -lcmocka $(LIBS)
+
+-include $(TEST_BIN:=.d) $(EXAMPLE_BIN:=.d)
 
 tests: $(TEST_BIN) $(TOOL) $(EXAMPLE_BIN)
 
@@ -108,6 +117,9 @@ check: tests
 	for e in $(EXAMPLE_BIN); do \
 		if $(RUN) $$e > /dev/null; then pass=$$((pass+1)); else fail=$$((fail+1)); echo "FAILED: $$e"; fi; \
 	done; \
+	if [ -z "$(RUN)" ]; then \
+		if ./scripts/check-inline "$(CC)"; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+	fi; \
 	echo "test programs: $$pass passed, $$fail failed"; \
 	test $$fail -eq 0
 
@@ -115,6 +127,10 @@ check: tests
 # qemu-user (installs toolchains, qemu and the targets' cmocka as needed).
 check-cross:
 	./scripts/check-cross
+
+# The fast path has no call but to nc_impl_*_slow (disassembly).
+check-inline:
+	./scripts/check-inline "$(CC)"
 
 # ---- install ----
 install: all
@@ -129,8 +145,7 @@ install: all
 		-e 's|@VERSION@|$(VERSION)|' nanoclock.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/nanoclock.pc
 
 uninstall:
-	rm -f $(DESTDIR)$(INCDIR)/nanoclock.h $(DESTDIR)$(INCDIR)/nanoclock_info.h \
-		$(DESTDIR)$(INCDIR)/nanoclock_sync.h \
+	rm -f $(addprefix $(DESTDIR)$(INCDIR)/,$(notdir $(HEADERS))) \
 		$(DESTDIR)$(LIBDIR)/libnanoclock.* $(DESTDIR)$(LIBDIR)/pkgconfig/nanoclock.pc \
 		$(DESTDIR)$(BINDIR)/nanoclock
 

@@ -1,20 +1,26 @@
 /*
- * `nanoclock bench`: the cost of every read/convert call as a ratio
- * against baselines measured in the same run (inline rdtsc for unordered
- * reads, lfence;rdtsc for ordered ones, clock_gettime), the cold-process
- * init time, and the accuracy of nc_now_ns against CLOCK_MONOTONIC_RAW.
- * Costs are the best of several rounds: on a shared, noisy machine the
- * minimum is the figure that repeats.
+ * `nanoclock bench`: figures, as ratios against baselines measured in the
+ * same run (this machine is shared and noisy):
+ *   bench [--quick]           cost of every read/convert call against the bare
+ *                             counter instruction and clock_gettime; cold init;
+ *                             accuracy of nc_now_ns over 1/5/10 s
+ *   bench init [--runs N] [--idle S]
+ *                             N cold processes, each after S seconds of idle:
+ *                             nc_init() time, and each one's rate against one
+ *                             reference measured by this process over the run
+ *   bench sync [--runs N]     the cross-CPU check, repeated
+ * Costs are the best of several rounds: on a noisy machine the minimum is
+ * the figure that repeats.
  */
 #include "bench.h"
+#include "../tools/args.h"
 
 #include <nanoclock.h>
 #include <nanoclock_sync.h>
 
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
-
-#include <math.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,6 +45,75 @@ static int64_t raw_ns(void)
 	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
+
+/* ---- baselines: the counter instruction by hand ---- */
+#if defined(__x86_64__) || defined(__i386__)
+#define HAVE_BASELINE 1
+#define RAW_NAME "rdtsc"
+#define ORDERED_NAME "lfence;rdtsc"
+static inline uint64_t base_raw(void)
+{
+	uint32_t lo, hi;
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+static inline uint64_t base_ordered(void)
+{
+	uint32_t lo, hi;
+	__asm__ __volatile__("lfence\n\trdtsc" : "=a"(lo), "=d"(hi) : : "memory");
+	return ((uint64_t)hi << 32) | lo;
+}
+#elif defined(__aarch64__)
+#define HAVE_BASELINE 1
+#define RAW_NAME "mrs cntvct_el0"
+#define ORDERED_NAME "isb;mrs cntvct_el0"
+static inline uint64_t base_raw(void)
+{
+	uint64_t v;
+	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+}
+static inline uint64_t base_ordered(void)
+{
+	uint64_t v;
+	__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r"(v) : : "memory");
+	return v;
+}
+#elif defined(__powerpc64__)
+#define HAVE_BASELINE 1
+#define RAW_NAME "mftb"
+#define ORDERED_NAME "isync;mftb"
+static inline uint64_t base_raw(void)
+{
+	uint64_t v;
+	__asm__ __volatile__("mfspr %0, 268" : "=r"(v));
+	return v;
+}
+static inline uint64_t base_ordered(void)
+{
+	uint64_t v;
+	__asm__ __volatile__("isync\n\tmfspr %0, 268" : "=r"(v) : : "memory");
+	return v;
+}
+#elif defined(__riscv) && __riscv_xlen == 64
+#define HAVE_BASELINE 1
+#define RAW_NAME "rdtime"
+#define ORDERED_NAME "fence;rdtime"
+static inline uint64_t base_raw(void)
+{
+	uint64_t v;
+	__asm__ __volatile__("rdtime %0" : "=r"(v));
+	return v;
+}
+static inline uint64_t base_ordered(void)
+{
+	uint64_t v;
+	__asm__ __volatile__("fence iorw, iorw\n\trdtime %0" : "=r"(v) : : "memory");
+	return v;
+}
+#else
+#define HAVE_BASELINE 0
+#endif
 
 /* Keeps results alive without a store per iteration in the timed loop. */
 static volatile uint64_t sink;
@@ -84,6 +159,11 @@ static uint64_t cgt(clockid_t id)
 	return (uint64_t)ts.tv_nsec;
 }
 
+/* ---- conversions: a buffer of tick deltas, converted as a tracer would
+ * convert a block of stamps ---- */
+#define NDELTA 4096
+static uint64_t deltas[NDELTA];
+
 /* WTMLIB-style conversion (fixed shift, truncated multiplier): the cost
  * baseline the conversion target refers to; its bias is why we do not use it. */
 struct biased {
@@ -95,43 +175,33 @@ static inline uint64_t biased_conv(const struct biased *b, uint64_t t)
 	       (((t & ((UINT64_C(1) << b->mod_bits) - 1)) * b->mult) >> b->shift);
 }
 
-/* Conversion loops in functions of their own: inside the big function
- * below, register pressure made GCC spill the 128-bit product. */
 __attribute__((noinline)) static double conv_pure_loop(const nc_conv_t *cvp, long n)
 {
 	nc_conv_t cv = *cvp;
-	uint64_t x = 123456789;
-	return LOOP(n, nc_conv_ticks_to_ns(&cv, x += 977));
+	const uint64_t *d = deltas;
+	return LOOP(n, nc_conv_ticks_to_ns(&cv, d[i_ & (NDELTA - 1)]));
 }
 
 __attribute__((noinline)) static double conv_global_loop(long n)
 {
-	uint64_t x = 123456789;
-	return LOOP(n, nc_ticks_to_ns(x += 977));
+	const uint64_t *d = deltas;
+	return LOOP(n, nc_ticks_to_ns(d[i_ & (NDELTA - 1)]));
 }
 
 __attribute__((noinline)) static double conv_biased_loop(const struct biased *bp, long n)
 {
 	struct biased b = *bp;
-	uint64_t x = 123456789;
-	return LOOP(n, biased_conv(&b, x += 977));
+	const uint64_t *d = deltas;
+	return LOOP(n, biased_conv(&b, d[i_ & (NDELTA - 1)]));
 }
 
-void nc_measure_costs(struct nc_costs *c, long n, int rounds)
+static void measure_conversions(struct nc_costs *c, long n, int rounds)
 {
-	memset(c, 0, sizeof(*c));
-	nc_init();
-#if NC__HAVE_TSC
-	BEST(c->rdtsc, n, rounds, nc__rdtsc());
-	BEST(c->lfence_rdtsc, n, rounds, nc__rdtsc_after());
-#endif
-	BEST(c->cgt_mono, n, rounds, cgt(CLOCK_MONOTONIC));
-	BEST(c->cgt_raw, n, rounds, cgt(CLOCK_MONOTONIC_RAW));
-	BEST(c->ticks, n, rounds, nc_ticks());
-	BEST(c->ticks_begin, n, rounds, nc_ticks_begin());
-	BEST(c->ticks_end, n, rounds, nc_ticks_end());
-	BEST(c->now_ns, n, rounds, nc_now_ns());
-	/* conversions: throughput over a chain of distinct inputs */
+	uint64_t x = 88172645463325252ull;
+	for (int i = 0; i < NDELTA; i++) { /* 1 tick .. ~2^40 ticks, spread */
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		deltas[i] = x >> (24 + (x & 15));
+	}
 	BESTF(c->ticks_to_ns, rounds, conv_global_loop(n * 4));
 	nc_conv_t cv;
 	nc_get_conv(&cv);
@@ -145,52 +215,128 @@ void nc_measure_costs(struct nc_costs *c, long n, int rounds)
 	BESTF(c->conv_biased, rounds, conv_biased_loop(&b, n * 4));
 }
 
-/* ---- cold init time: run ourselves with --init-once, take the median ---- */
+void nc_measure_costs(struct nc_costs *c, long n, int rounds)
+{
+	memset(c, 0, sizeof(*c));
+	nc_init();
+#if HAVE_BASELINE
+	c->raw_name = RAW_NAME;
+	c->ordered_name = ORDERED_NAME;
+	BEST(c->raw, n, rounds, base_raw());
+	BEST(c->ordered, n, rounds, base_ordered());
+#endif
+	BEST(c->cgt_mono, n, rounds, cgt(CLOCK_MONOTONIC));
+	BEST(c->cgt_raw, n, rounds, cgt(CLOCK_MONOTONIC_RAW));
+	BEST(c->ticks, n, rounds, nc_ticks());
+	BEST(c->ticks_begin, n, rounds, nc_ticks_begin());
+	BEST(c->ticks_end, n, rounds, nc_ticks_end());
+	BEST(c->now_ns, n, rounds, nc_now_ns());
+	measure_conversions(c, n, rounds);
+}
+
+static void print_costs(const struct nc_costs *c)
+{
+	char h1[32], h2[32];
+	snprintf(h1, sizeof(h1), "x %s", c->raw_name ? c->raw_name : "raw");
+	snprintf(h2, sizeof(h2), "x %s", c->ordered_name ? c->ordered_name : "ordered");
+	printf("%-30s %9s %20s %20s %8s\n", "call", "ns/call", h1, h2, "x cgt");
+	struct {
+		const char *name;
+		double v;
+		int ratios; /* 0: conversion throughput, no read ratios */
+	} rows[] = {
+		{c->raw_name ? c->raw_name : "(no inline counter)", c->raw, 1},
+		{c->ordered_name ? c->ordered_name : "(no inline counter)", c->ordered, 1},
+		{"clock_gettime MONOTONIC", c->cgt_mono, 1},
+		{"clock_gettime MONO_RAW", c->cgt_raw, 1},
+		{"nc_ticks", c->ticks, 1},
+		{"nc_ticks_begin", c->ticks_begin, 1},
+		{"nc_ticks_end", c->ticks_end, 1},
+		{"nc_now_ns", c->now_ns, 1},
+		{"nc_ticks_to_ns", c->ticks_to_ns, 0},
+		{"nc_conv_ticks_to_ns", c->conv_pure, 0},
+		{"WTMLIB-style conversion", c->conv_biased, 0},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char r1[32] = "-", r2[32] = "-", r3[32] = "-";
+		if (c->raw > 0 && rows[i].ratios)
+			snprintf(r1, sizeof(r1), "%.3f", rows[i].v / c->raw);
+		if (c->ordered > 0 && rows[i].ratios)
+			snprintf(r2, sizeof(r2), "%.3f", rows[i].v / c->ordered);
+		if (rows[i].ratios)
+			snprintf(r3, sizeof(r3), "%.3f", rows[i].v / c->cgt_mono);
+		printf("%-30s %9.3f %20s %20s %8s\n", rows[i].name, rows[i].v, r1, r2, r3);
+	}
+	printf("\ntargets: nc_ticks <= 1.05x raw: %.3f | nc_now_ns <= 1.10x ordered: %.3f | "
+	       "nc_ticks_to_ns <= 1.00x WTMLIB-style: %.3f\n",
+	       c->raw > 0 ? c->ticks / c->raw : NAN, c->ordered > 0 ? c->now_ns / c->ordered : NAN,
+	       c->ticks_to_ns / c->conv_biased);
+}
+
+/* ---- cold processes ---- */
+struct cold {
+	double init_ms, hz, ppm;
+	int status;
+};
+
 static int cmp_d(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return (x > y) - (x < y);
 }
 
-static double init_median(int runs, double *mn, double *mx)
+/* Runs `nanoclock bench --init-once` and reads its line. */
+static int run_cold(struct cold *out)
 {
-	double v[64];
-	int k = 0;
-	if (runs > 64)
-		runs = 64;
-	for (int i = 0; i < runs; i++) {
-		int fd[2];
-		if (pipe(fd) != 0)
-			break;
-		posix_spawn_file_actions_t fa;
-		posix_spawn_file_actions_init(&fa);
-		posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
-		posix_spawn_file_actions_addclose(&fa, fd[0]);
-		char *argv[] = {"nanoclock", "bench", "--init-once", NULL};
-		pid_t pid;
-		int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ);
-		posix_spawn_file_actions_destroy(&fa);
-		close(fd[1]);
-		char buf[64] = "";
-		if (rc == 0) {
-			ssize_t r = read(fd[0], buf, sizeof(buf) - 1);
-			buf[r > 0 ? r : 0] = 0;
-			waitpid(pid, NULL, 0);
-		}
-		close(fd[0]);
-		double ms;
-		if (rc == 0 && sscanf(buf, "%lf", &ms) == 1)
-			v[k++] = ms;
+	int fd[2];
+	if (pipe(fd) != 0)
+		return -1;
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
+	posix_spawn_file_actions_addclose(&fa, fd[0]);
+	char *argv[] = {"nanoclock", "bench", "--init-once", NULL};
+	pid_t pid;
+	int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(fd[1]);
+	char buf[256] = "";
+	if (rc == 0) {
+		ssize_t r = read(fd[0], buf, sizeof(buf) - 1);
+		buf[r > 0 ? r : 0] = 0;
+		waitpid(pid, NULL, 0);
 	}
-	if (k == 0)
-		return NAN;
+	close(fd[0]);
+	return rc == 0 && sscanf(buf, "%lf %lf %lf %d", &out->init_ms, &out->hz, &out->ppm,
+				 &out->status) == 4
+		       ? 0
+		       : -1;
+}
+
+static int init_once(void)
+{
+	int64_t a = raw_ns();
+	int rc = nc_init();
+	int64_t b = raw_ns();
+	printf("%.4f %.6f %.6g %d\n", (double)(b - a) / 1e6, nc_ticks_per_second(),
+	       nc_ticks_per_second_uncertainty_ppm(), rc);
+	return 0;
+}
+
+static double median(double *v, int k)
+{
 	qsort(v, (size_t)k, sizeof(v[0]), cmp_d);
-	*mn = v[0];
-	*mx = v[k - 1];
 	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
 }
 
-/* ---- accuracy of nc_now_ns against CLOCK_MONOTONIC_RAW ---- */
+static void sleep_s(double s)
+{
+	struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+/* A bracket of an ordered counter read around CLOCK_MONOTONIC_RAW. */
 struct pair {
 	double raw;  /* middle of the narrowest raw bracket around the reads */
 	uint64_t nc; /* nc_now_ns inside it */
@@ -214,6 +360,60 @@ static void take_pair(struct pair *p)
 	}
 }
 
+/* The counter is shared by every process on the machine: one reference
+ * rate measured by this process across all the runs judges each child's
+ * rate at init. */
+static int bench_init(int runs, double idle_s)
+{
+	struct cold *c = calloc((size_t)runs, sizeof(*c));
+	double *ms = calloc((size_t)runs, sizeof(double));
+	if (!c || !ms) {
+		free(c);
+		free(ms);
+		return 1;
+	}
+	nc_init();
+	struct pair a, b;
+	take_pair(&a);
+	int k = 0;
+	for (int i = 0; i < runs; i++) {
+		if (idle_s > 0)
+			sleep_s(idle_s);
+		if (run_cold(&c[k]) == 0)
+			k++;
+	}
+	if (k < runs || idle_s < 5)
+		sleep_s(5); /* the reference needs a baseline of seconds */
+	take_pair(&b);
+	double ref = (double)(b.tk - a.tk) / (b.raw - a.raw) * 1e9;
+	printf("nanoclock bench init — %d cold processes, %.1f s idle before each; counter %s\n"
+	       "reference rate %.3f Hz over %.1f s (this process)\n\n",
+	       k, idle_s, nc_counter_name(), ref, (b.raw - a.raw) / 1e9);
+	printf("%4s %10s %12s %12s %8s\n", "run", "init ms", "error ppm", "stated ppm", "within");
+	int within = 0;
+	double worst = 0;
+	for (int i = 0; i < k; i++) {
+		double err = (c[i].hz / ref - 1) * 1e6;
+		int ok = fabs(err) <= c[i].ppm;
+		within += ok;
+		if (fabs(err) > worst)
+			worst = fabs(err);
+		ms[i] = c[i].init_ms;
+		printf("%4d %10.3f %+12.4f %12.4f %8s\n", i + 1, c[i].init_ms, err, c[i].ppm,
+		       ok ? "yes" : "NO");
+	}
+	if (k > 0) {
+		double med = median(ms, k);
+		printf("\ninit: median %.3f ms (min %.3f, max %.3f); rate within its stated uncertainty "
+		       "in %d of %d; worst |error| %.4f ppm\n",
+		       med, ms[0], ms[k - 1], within, k, worst);
+	}
+	free(c);
+	free(ms);
+	return k == runs ? 0 : 1;
+}
+
+/* ---- accuracy of nc_now_ns against CLOCK_MONOTONIC_RAW ---- */
 /* keep the library in use (as an application would) while we wait */
 static void use_for(double seconds)
 {
@@ -223,6 +423,36 @@ static void use_for(double seconds)
 		sink += nc_now_ns();
 		nanosleep(&ts, NULL);
 	}
+}
+
+static void bench_accuracy(const struct pair *p0, double hz0, double ppm0)
+{
+	printf("\naccuracy against CLOCK_MONOTONIC_RAW (library kept in use, 1 call/ms):\n");
+	struct pair p1, p5, p10;
+	use_for(1.0);
+	take_pair(&p1);
+	use_for(4.0);
+	take_pair(&p5);
+	double hz5 = nc_ticks_per_second(), ppm5 = nc_ticks_per_second_uncertainty_ppm();
+	use_for(5.0);
+	take_pair(&p10);
+	double hz10 = nc_ticks_per_second(), ppm10 = nc_ticks_per_second_uncertainty_ppm();
+	double ref5 = (double)(p5.tk - p0->tk) / (p5.raw - p0->raw) * 1e9;
+	double ref10 = (double)(p10.tk - p0->tk) / (p10.raw - p0->raw) * 1e9;
+	const struct pair *ps[] = {&p1, &p5, &p10};
+	const char *names[] = {"1 s", "5 s", "10 s"};
+	for (int i = 0; i < 3; i++) {
+		double e_nc = (double)(ps[i]->nc - p0->nc), e_raw = ps[i]->raw - p0->raw;
+		printf("  elapsed nc_now_ns over %-4s: %+.4f ppm vs CLOCK_MONOTONIC_RAW (%+.0f ns); "
+		       "offset now %+.0f ns\n",
+		       names[i], (e_nc / e_raw - 1) * 1e6, e_nc - e_raw, (double)ps[i]->nc - ps[i]->raw);
+	}
+	printf("  rate at init  : %.3f Hz, stated +-%.3f ppm, off the 5 s reference by %+.4f ppm\n",
+	       hz0, ppm0, (hz0 / ref5 - 1) * 1e6);
+	printf("  rate after 5 s: %.3f Hz, stated +-%.4f ppm, off the 5 s reference by %+.4f ppm\n",
+	       hz5, ppm5, (hz5 / ref5 - 1) * 1e6);
+	printf("  rate after 10s: %.3f Hz, stated +-%.4f ppm, off the 10 s reference by %+.4f ppm\n",
+	       hz10, ppm10, (hz10 / ref10 - 1) * 1e6);
 }
 
 /* ---- cross-CPU check: hand-off limit and repeated runs ---- */
@@ -262,8 +492,8 @@ static void *pp_b(void *arg)
 	return NULL;
 }
 
-/* Returns the hand-off limit in ticks between cpu a and cpu b (0 if the
- * threads could not run). */
+/* The hand-off limit in ticks between cpu a and cpu b (0 if the threads
+ * could not run). */
 static uint64_t handoff_limit(int a, int b)
 {
 	static struct pingpong p; /* one at a time */
@@ -316,6 +546,11 @@ static int bench_sync(int runs)
 	uint64_t lim1 = handoff_limit(a, b);
 	uint64_t *bound = calloc((size_t)runs, sizeof(uint64_t));
 	double *ms = calloc((size_t)runs, sizeof(double));
+	if (!bound || !ms) {
+		free(bound);
+		free(ms);
+		return 1;
+	}
 	int counts[3] = {0, 0, 0}, within = 0;
 	uint64_t probes = 0;
 	double total_ms = 0;
@@ -350,7 +585,6 @@ static int bench_sync(int runs)
 	/* cop serialises every probe through one cache line: time grows with
 	 * ncpus * probes * rounds at the measured cost per probe */
 	double per_probe_us = total_ms * 1e3 / (double)probes;
-	/* default probes: 2000 per CPU on 64 or 256 CPUs (see nc_sync_check) */
 	printf("cost per probe: %.3f us; projected with the default probe counts (2000 per CPU at 64 "
 	       "and 256 CPUs): 64 CPUs %.0f ms, 256 CPUs %.0f ms — if the hand-off cost stays the "
 	       "same; contention on wider machines makes each probe dearer\n",
@@ -361,38 +595,13 @@ static int bench_sync(int runs)
 	return 0;
 }
 
-int nc_bench_main(int argc, char **argv)
+/* ---- the default bench: costs, a few cold inits, accuracy ---- */
+static int bench_default(int quick)
 {
-	if (argc >= 3 && !strcmp(argv[2], "sync")) {
-		int runs = 100;
-		if (argc >= 5 && !strcmp(argv[3], "--runs"))
-			runs = atoi(argv[4]);
-		if (runs < 1 || runs > 100000) {
-			fprintf(stderr, "usage: nanoclock bench sync [--runs N]\n");
-			return 2;
-		}
-		return bench_sync(runs);
-	}
-	int quick = 0;
-	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--init-once")) {
-			int64_t a = raw_ns();
-			nc_init();
-			int64_t b = raw_ns();
-			printf("%.4f\n", (b - a) / 1e6);
-			return 0;
-		} else if (!strcmp(argv[i], "--quick")) {
-			quick = 1;
-		} else {
-			fprintf(stderr, "usage: nanoclock bench [--quick]\n");
-			return 2;
-		}
-	}
-
 	/* fresh process: nc_init here is the first use */
 	int64_t a = raw_ns();
 	nc_init();
-	double init_here = (raw_ns() - a) / 1e6;
+	double init_here = (double)(raw_ns() - a) / 1e6;
 	double hz0 = nc_ticks_per_second(), ppm0 = nc_ticks_per_second_uncertainty_ppm();
 	struct pair p0;
 	take_pair(&p0);
@@ -401,72 +610,68 @@ int nc_bench_main(int argc, char **argv)
 	nc_measure_costs(&c, quick ? 200000 : 2000000, quick ? 3 : 7);
 	printf("nanoclock bench — counter %s, %.6f MHz (%s)\n\n", nc_counter_name(), hz0 / 1e6,
 	       nc_ticks_per_second_source());
-	printf("%-28s %9s %12s %14s %10s\n", "call", "ns/call", "x rdtsc", "x lfence;rdtsc",
-	       "x cgt");
-	struct {
-		const char *name;
-		double v;
-		int ordered;
-	} rows[] = {
-		{"rdtsc (inline baseline)", c.rdtsc, 0},
-		{"lfence;rdtsc (baseline)", c.lfence_rdtsc, 1},
-		{"clock_gettime MONOTONIC", c.cgt_mono, 1},
-		{"clock_gettime MONO_RAW", c.cgt_raw, 1},
-		{"nc_ticks", c.ticks, 0},
-		{"nc_ticks_begin", c.ticks_begin, 1},
-		{"nc_ticks_end", c.ticks_end, 1},
-		{"nc_now_ns", c.now_ns, 1},
-		{"nc_ticks_to_ns", c.ticks_to_ns, 2},
-		{"nc_conv_ticks_to_ns", c.conv_pure, 2},
-		{"WTMLIB-style conversion", c.conv_biased, 2},
-	};
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		char r1[32] = "-", r2[32] = "-", r3[32];
-		if (c.rdtsc > 0 && rows[i].ordered != 2)
-			snprintf(r1, sizeof(r1), "%.3f", rows[i].v / c.rdtsc);
-		if (c.lfence_rdtsc > 0 && rows[i].ordered != 2)
-			snprintf(r2, sizeof(r2), "%.3f", rows[i].v / c.lfence_rdtsc);
-		snprintf(r3, sizeof(r3), "%.3f", rows[i].v / c.cgt_mono);
-		printf("%-28s %9.3f %12s %14s %10s\n", rows[i].name, rows[i].v, r1, r2, r3);
-	}
-	printf("\ntargets: nc_ticks <= 1.05x rdtsc: %.3f | nc_now_ns <= 1.15x lfence;rdtsc: %.3f, "
-	       "<= 0.80x clock_gettime: %.3f | conversion <= 0.85 ns: %.3f ns (%.2fx WTMLIB-style)\n",
-	       c.rdtsc > 0 ? c.ticks / c.rdtsc : NAN,
-	       c.lfence_rdtsc > 0 ? c.now_ns / c.lfence_rdtsc : NAN, c.now_ns / c.cgt_mono,
-	       c.conv_pure, c.conv_pure / c.conv_biased);
+	print_costs(&c);
 
-	double mn = 0, mx = 0;
-	double med = init_median(quick ? 5 : 21, &mn, &mx);
-	printf("\ninit: %.3f ms in this process; cold processes: median %.3f ms (min %.3f, max %.3f)\n",
-	       init_here, med, mn, mx);
-	if (quick)
-		return 0;
-
-	printf("\naccuracy against CLOCK_MONOTONIC_RAW (library kept in use, 1 call/ms):\n");
-	struct pair p1, p5, p10;
-	use_for(1.0);
-	take_pair(&p1);
-	use_for(4.0);
-	take_pair(&p5);
-	double hz5 = nc_ticks_per_second(), ppm5 = nc_ticks_per_second_uncertainty_ppm();
-	use_for(5.0);
-	take_pair(&p10);
-	double hz10 = nc_ticks_per_second(), ppm10 = nc_ticks_per_second_uncertainty_ppm();
-	double ref5 = (double)(p5.tk - p0.tk) / (p5.raw - p0.raw) * 1e9;
-	double ref10 = (double)(p10.tk - p0.tk) / (p10.raw - p0.raw) * 1e9;
-	const struct pair *ps[] = {&p1, &p5, &p10};
-	const char *names[] = {"1 s", "5 s", "10 s"};
-	for (int i = 0; i < 3; i++) {
-		double e_nc = (double)(ps[i]->nc - p0.nc), e_raw = ps[i]->raw - p0.raw;
-		printf("  elapsed nc_now_ns over %-4s: %+.4f ppm vs CLOCK_MONOTONIC_RAW (%+.0f ns); "
-		       "offset now %+.0f ns\n",
-		       names[i], (e_nc / e_raw - 1) * 1e6, e_nc - e_raw, (double)ps[i]->nc - ps[i]->raw);
+	int runs = quick ? 5 : 21;
+	double v[21];
+	int k = 0;
+	for (int i = 0; i < runs; i++) {
+		struct cold cd;
+		if (run_cold(&cd) == 0)
+			v[k++] = cd.init_ms;
 	}
-	printf("  rate at init  : %.3f Hz, stated +-%.3f ppm, off the 5 s reference by %+.4f ppm\n",
-	       hz0, ppm0, (hz0 / ref5 - 1) * 1e6);
-	printf("  rate after 5 s: %.3f Hz, stated +-%.4f ppm, off the 5 s reference by %+.4f ppm\n",
-	       hz5, ppm5, (hz5 / ref5 - 1) * 1e6);
-	printf("  rate after 10s: %.3f Hz, stated +-%.4f ppm, off the 10 s reference by %+.4f ppm\n",
-	       hz10, ppm10, (hz10 / ref10 - 1) * 1e6);
+	if (k > 0) {
+		double med = median(v, k);
+		printf("\ninit: %.3f ms in this process; %d cold processes back to back: median %.3f ms "
+		       "(min %.3f, max %.3f) — `nanoclock bench init` measures them after idle\n",
+		       init_here, k, med, v[0], v[k - 1]);
+	}
+	if (!quick)
+		bench_accuracy(&p0, hz0, ppm0);
 	return 0;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: nanoclock bench [--quick]\n"
+			"       nanoclock bench init [--runs N] [--idle SECONDS]\n"
+			"       nanoclock bench sync [--runs N]\n");
+	return 2;
+}
+
+int nc_bench_main(int argc, char **argv)
+{
+	char why[160];
+	const char *sub = argc >= 3 && argv[2][0] != '-' ? argv[2] : "";
+	int i0 = sub[0] ? 3 : 2;
+	long runs = !strcmp(sub, "init") ? 21 : 100;
+	double idle = 2.0;
+	int quick = 0;
+	for (int i = i0; i < argc; i++) {
+		const char *o = argv[i];
+		if (!strcmp(o, "--init-once") && !sub[0]) {
+			return init_once();
+		} else if (!strcmp(o, "--quick") && !sub[0]) {
+			quick = 1;
+		} else if (!strcmp(o, "--runs") && sub[0]) {
+			if (i + 1 >= argc || nc_arg_long(o, argv[++i], 1, 100000, &runs, why, sizeof(why))) {
+				fprintf(stderr, "nanoclock bench: %s\n", i < argc ? why : "--runs needs a value");
+				return 2;
+			}
+		} else if (!strcmp(o, "--idle") && !strcmp(sub, "init")) {
+			if (i + 1 >= argc || nc_arg_double(o, argv[++i], 0, 3600, &idle, why, sizeof(why))) {
+				fprintf(stderr, "nanoclock bench: %s\n", i < argc ? why : "--idle needs a value");
+				return 2;
+			}
+		} else {
+			return usage();
+		}
+	}
+	if (!strcmp(sub, "sync"))
+		return bench_sync((int)runs);
+	if (!strcmp(sub, "init"))
+		return bench_init((int)runs, idle);
+	if (sub[0])
+		return usage();
+	return bench_default(quick);
 }

@@ -3,10 +3,14 @@
 #define NC_BENCH_H
 
 struct nc_costs {
-	double rdtsc, lfence_rdtsc;         /* inline baselines (x86; 0 elsewhere) */
+	/* the inline counter read by hand, as baselines: unordered and
+	 * ordered ("rdtsc", "lfence;rdtsc" on x86); NULL/0 where there is no
+	 * inline counter */
+	const char *raw_name, *ordered_name;
+	double raw, ordered;
 	double cgt_mono, cgt_raw;           /* clock_gettime baselines */
 	double ticks, ticks_begin, ticks_end, now_ns, ticks_to_ns;
-	double conv_pure, conv_biased;      /* throughput: pure conversion vs a WTMLIB-style one */
+	double conv_pure, conv_biased;      /* a pure conversion vs a WTMLIB-style one */
 };
 
 /* ns per call, best of `rounds` rounds of `n` calls each */

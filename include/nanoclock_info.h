@@ -13,7 +13,7 @@ extern "C" {
 
 /* A frequency the hardware or the OS states for the counter. */
 struct nc_hz_source {
-	char name[24];    /* "perf-mmap", "sysfs-tsc_freq_khz", "cpuid-15h", "cpuid-40000010h" */
+	char name[24];    /* e.g. "cpuid-15h", "cpuinfo-mhz", "perf-mmap", "cntfrq_el0" */
 	double hz;        /* 0 when the source is absent */
 	double resolution_hz; /* rounding of the stated value (a kHz figure: 500) */
 	int status;       /* NC_SRC_* */
@@ -37,7 +37,7 @@ struct nc_kernel_view {
 	char cpuinfo_tsc_flags[128];
 };
 
-#define NC_MAX_HZ_SOURCES 4
+#define NC_MAX_HZ_SOURCES 6
 
 /* One counter the library considered (`nanoclock info` prints the table). */
 struct nc_candidate {
@@ -74,7 +74,7 @@ struct nc_info {
 	uint64_t seconds_before_wrap;
 	double init_ms;           /* time nc_init() took */
 	char hz_env[96];          /* NANOCLOCK_HZ as found ("" if unset) */
-	char hz_env_status[128];  /* used / ignored and why */
+	char hz_env_status[160];  /* used / refused / ignored, and why */
 	int n_hz_sources;
 	struct nc_hz_source hz_sources[NC_MAX_HZ_SOURCES];
 	char policy[384];         /* why this counter is trusted */
@@ -83,6 +83,9 @@ struct nc_info {
 	int n_candidates;
 	struct nc_candidate candidates[NC_MAX_CANDIDATES];
 	struct nc_kernel_view kernel;
+	double calib_target_ppm;  /* the first calibration's goal ... */
+	double calib_max_ms;      /* ... and its cap */
+	char calib_status[128];   /* a refused NANOCLOCK_CALIB_* setting ("" if none) */
 };
 
 /* Fill *out (initialising the library first).  Returns nc_init()'s result. */

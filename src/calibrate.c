@@ -13,9 +13,14 @@
  *  1. a warm-up finds the narrowest bracket w0; brackets wider than 2*w0+1
  *     were interrupted (preemption, an interrupt, a cache miss in the vDSO)
  *     and are dropped;
- *  2. for the whole window, brackets are taken back to back and the
- *     accepted ones go into a streaming least-squares fit r = a + b*mid
- *     (running means and co-moments: no sample array, any window length);
+ *  2. brackets are taken back to back and the accepted ones go into a
+ *     streaming least-squares fit r = a + b*mid (running means and
+ *     co-moments: no sample array, any window length), and into bins of
+ *     equal reference time;
+ *  2a. adaptive stop: at checkpoints (125 us of reference time, then every
+ *     doubling) the fit is evaluated; the first calibration stops as soon
+ *     as the stated uncertainty below meets its target (1 ppm by default),
+ *     or at its cap.  Each checkpoint has 8 full bins;
  *  3. the slope b is ns per tick, hz = 1e9 / b.  Its standard error is
  *     sigma / sqrt(Sxx), sigma being the residual scatter, if the scatter
  *     is independent from bracket to bracket.  It often is not (a timer
@@ -41,6 +46,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <string.h>
 
 void nc__take_bracket(const struct nc__calib_io *io, int tries, struct nc__bracket *out)
 {
@@ -66,102 +72,139 @@ void nc__take_bracket(const struct nc__calib_io *io, int tries, struct nc__brack
 /* Upper bound on brackets in one calibration, so that a reference clock
  * that does not advance cannot hang us (about 0.1-0.5 s of work). */
 #define MAX_BRACKETS 4000000L
-/* Batches the window is cut into, by reference time, for the check on
- * correlated scatter and for the bracket-width drift (first and last
- * quarter: 2 batches each). */
-#define NB 8
+/* Batches: the window is cut into bins of equal reference time; at each
+ * checkpoint there are 8 of them (up to 16 between checkpoints: when the
+ * 17th would start, neighbours merge and bins double in width). */
+#define MAX_BINS 16
+#define FIRST_CHECKPOINT_NS 125000.0
 
-int nc__calibrate(const struct nc__calib_io *io, int64_t window_ns, struct nc__calib *out)
+/* The streaming least-squares fit r = a + b*mid and the batch bins. */
+struct fit {
+	uint64_t x0;       /* origin of the fit: keeps values small and exact */
+	int64_t r0;
+	uint64_t accept;   /* widest bracket accepted */
+	uint64_t w0;       /* narrowest bracket seen */
+	/* running means and co-moments (Welford): stable in double precision
+	 * for any window, and cheap where long double is emulated in software
+	 * (aarch64, riscv64, ppc64), which would slow each bracket down
+	 * several-fold */
+	double mx, my, cxx, cxy, cyy;
+	uint32_t n, total;
+	double first_y, last_y;
+	uint64_t first_w, last_w;
+	double bin_ns;
+	int nbins;
+	double bn[MAX_BINS], bx[MAX_BINS], by[MAX_BINS], bw[MAX_BINS];
+};
+
+/* Phase 1: the narrowest of a few brackets sets the acceptance width;
+ * brackets wider than 2*w0+1 were interrupted (preemption, an interrupt, a
+ * cache miss in the vDSO) and are dropped. */
+static int warm_up(const struct nc__calib_io *io, struct fit *f)
 {
-	if (!io || !out || window_ns <= 0)
-		return NC_EINVAL;
-
 	struct nc__bracket b;
 	nc__take_bracket(io, WARMUP, &b);
 	if (b.width == UINT64_MAX)
 		return NC_ECALIB; /* counter only ever went backwards */
-	uint64_t w0 = b.width;
-	uint64_t accept = 2 * w0 + 1;
+	memset(f, 0, sizeof(*f));
+	f->w0 = b.width;
+	f->accept = 2 * b.width + 1;
+	f->x0 = b.mid;
+	f->r0 = b.ref;
+	f->bin_ns = FIRST_CHECKPOINT_NS / 8;
+	return 0;
+}
 
-	/* origin of the fit: keeps the values small and exact in a double */
-	uint64_t x0 = b.mid;
-	int64_t r0 = b.ref;
-	/* Running means and co-moments (Welford): stable in double precision
-	 * for any window, and cheap where long double is emulated in software
-	 * (aarch64, riscv64, ppc64), which would slow each bracket down
-	 * several-fold. */
-	double mx = 0, my = 0, cxx = 0, cxy = 0, cyy = 0;
-	uint32_t n = 0, total = 0;
-	double first_y = 0, last_y = 0;
-	uint64_t first_w = 0, last_w = 0;
-	double bn[NB] = {0}, bx[NB] = {0}, by[NB] = {0}, bw[NB] = {0};
-	double per_batch = (double)window_ns / NB;
-
-	for (long i = 0; i < MAX_BRACKETS; i++) {
-		uint64_t t1 = io->read(io->ctx);
-		int64_t r = io->ref_ns(io->ctx);
-		uint64_t t2 = io->read(io->ctx);
-		total++;
-		if (t2 < t1 || t2 - t1 > accept || t1 < x0)
-			continue;
-		uint64_t w = t2 - t1;
-		double x = (double)(t1 - x0) + 0.5 * (double)w;
-		double y = (double)(r - r0);
-		if (n == 0) {
-			first_y = y;
-			first_w = w;
-		}
-		last_y = y;
-		last_w = w;
-		n++;
-		double dx = x - mx, dy = y - my;
-		mx += dx / n;
-		my += dy / n;
-		cxx += dx * (x - mx);
-		cxy += dx * (y - my);
-		cyy += dy * (y - my);
-		double rel = y - first_y;
-		int k = (int)(rel / per_batch);
-		if (k > NB - 1)
-			k = NB - 1;
-		bn[k] += 1;
-		bx[k] += x;
-		by[k] += y;
-		bw[k] += (double)w;
-		if (rel >= (double)window_ns && n >= 16)
-			break;
-		if (w < w0)
-			w0 = w;
+static void merge_bins(struct fit *f)
+{
+	for (int k = 0; k < MAX_BINS / 2; k++) {
+		f->bn[k] = f->bn[2 * k] + f->bn[2 * k + 1];
+		f->bx[k] = f->bx[2 * k] + f->bx[2 * k + 1];
+		f->by[k] = f->by[2 * k] + f->by[2 * k + 1];
+		f->bw[k] = f->bw[2 * k] + f->bw[2 * k + 1];
 	}
-	if (n < 16 || last_y - first_y <= 0)
+	for (int k = MAX_BINS / 2; k < MAX_BINS; k++)
+		f->bn[k] = f->bx[k] = f->by[k] = f->bw[k] = 0;
+	f->bin_ns *= 2;
+	f->nbins = MAX_BINS / 2;
+}
+
+/* Phase 2: one bracket t1, r, t2 into the fit.  Returns 1 if accepted. */
+static int fit_add(struct fit *f, uint64_t t1, int64_t r, uint64_t t2)
+{
+	f->total++;
+	if (t2 < t1 || t2 - t1 > f->accept || t1 < f->x0)
+		return 0;
+	uint64_t w = t2 - t1;
+	double x = (double)(t1 - f->x0) + 0.5 * (double)w;
+	double y = (double)(r - f->r0);
+	if (f->n == 0) {
+		f->first_y = y;
+		f->first_w = w;
+	}
+	f->last_y = y;
+	f->last_w = w;
+	f->n++;
+	double dx = x - f->mx, dy = y - f->my;
+	f->mx += dx / f->n;
+	f->my += dy / f->n;
+	f->cxx += dx * (x - f->mx);
+	f->cxy += dx * (y - f->my);
+	f->cyy += dy * (y - f->my);
+	double rel = y - f->first_y;
+	int k = rel > 0 ? (int)(rel / f->bin_ns) : 0;
+	while (k >= MAX_BINS) {
+		merge_bins(f);
+		k = (int)(rel / f->bin_ns);
+	}
+	if (k + 1 > f->nbins)
+		f->nbins = k + 1;
+	f->bn[k] += 1;
+	f->bx[k] += x;
+	f->by[k] += y;
+	f->bw[k] += (double)w;
+	if (w < f->w0)
+		f->w0 = w;
+	return 1;
+}
+
+/* Phase 3: the rate and its stated uncertainty from the fit so far.
+ * The slope b is ns per tick, hz = 1e9 / b.  Its standard error is
+ * sigma / sqrt(Sxx) if the scatter is independent from bracket to bracket.
+ * It often is not (a timer catching up, an emulator, a core changing
+ * speed), so the same error is also estimated from the bins' means, which
+ * keep slow wander at full size, and the larger estimate is used.  The
+ * stated uncertainty is 4 such standard errors plus a systematic term for
+ * bracket widths drifting between the first and last quarter of the
+ * window (the reference's place in the bracket moves with them). */
+static int fit_result(const struct fit *f, struct nc__calib *out)
+{
+	uint32_t n = f->n;
+	if (n < 16 || f->last_y - f->first_y <= 0)
 		return NC_ECALIB; /* reference did not advance, or all brackets bad */
-	if (!(cxx > 0) || !(cxy > 0))
+	if (!(f->cxx > 0) || !(f->cxy > 0))
 		return NC_ECALIB; /* counter did not advance with the reference */
-	double slope = cxy / cxx; /* ns per tick */
-	double sse = cyy - slope * cxy;
+	double slope = f->cxy / f->cxx; /* ns per tick */
+	double sse = f->cyy - slope * f->cxy;
 	if (sse < 0)
 		sse = 0;
 	double sigma = n > 2 ? sqrt(sse / (n - 2)) : 0;
 	/* the reference is quantised to 1 ns: sigma cannot honestly be less */
 	if (sigma < 0.2887)
 		sigma = 0.2887;
-	double se = sigma / sqrt(cxx);
+	double se = sigma / sqrt(f->cxx);
 
-	/* sigma/sqrt(Sxx) assumes independent scatter.  Scatter that wanders
-	 * (a core's clock changing, an emulator's or hypervisor's timer
-	 * catching up, cache state drifting) moves the slope far more.  So the
-	 * same slope error is also estimated from the batch means' residuals
-	 * about the fitted line, which carry any slow wander at its full size;
-	 * the larger of the two is used. */
+	/* batch means' residuals about the fitted line */
 	double bss = 0, bxx = 0, nsum = 0;
 	int used = 0;
-	for (int k = 0; k < NB; k++) {
-		if (bn[k] == 0)
+	for (int k = 0; k < f->nbins; k++) {
+		if (f->bn[k] == 0)
 			continue;
-		double xm = bx[k] / bn[k], e = by[k] / bn[k] - (my + slope * (xm - mx));
-		bss += bn[k] * e * e;
-		bxx += bn[k] * (xm - mx) * (xm - mx);
-		nsum += bn[k];
+		double xm = f->bx[k] / f->bn[k];
+		double e = f->by[k] / f->bn[k] - (f->my + slope * (xm - f->mx));
+		bss += f->bn[k] * e * e;
+		bxx += f->bn[k] * (xm - f->mx) * (xm - f->mx);
+		nsum += f->bn[k];
 		used++;
 	}
 	double se_b = used > 2 && bxx > 0 ? sqrt(bss / (used - 2) / bxx) : se;
@@ -175,35 +218,73 @@ int nc__calibrate(const struct nc__calib_io *io, int64_t window_ns, struct nc__c
 	out->hz = 1e9 / slope;
 	if (!(out->hz > 0) || !isfinite(out->hz))
 		return NC_ECALIB;
-	/* Bracket widths drifting between the first and last quarter move the
-	 * reference's place in the bracket, a bias no scatter shows: half the
-	 * change in mean width, over the distance between the quarters. */
+	/* width drift: first and last quarter of the bins in use */
+	int quarter = f->nbins / 4 > 0 ? f->nbins / 4 : 1;
 	double q[2][3] = {{0, 0, 0}, {0, 0, 0}}; /* count, sum x, sum width */
-	for (int k = 0; k < NB / 4; k++)
+	for (int k = 0; k < quarter; k++)
 		for (int h = 0; h < 2; h++) {
-			int j = h ? NB - 1 - k : k;
-			q[h][0] += bn[j];
-			q[h][1] += bx[j];
-			q[h][2] += bw[j];
+			int j = h ? f->nbins - 1 - k : k;
+			q[h][0] += f->bn[j];
+			q[h][1] += f->bx[j];
+			q[h][2] += f->bw[j];
 		}
 	double drift = 0;
 	if (q[0][0] > 0 && q[1][0] > 0 && q[1][1] / q[1][0] > q[0][1] / q[0][0])
 		drift = fabs(q[1][2] / q[1][0] - q[0][2] / q[0][0]) / 2 /
 			(q[1][1] / q[1][0] - q[0][1] / q[0][0]);
 	out->ppm = 1e6 * (4 * se / slope + drift);
-	double span_y = last_y - first_y;
-	out->worst_ppm = 1e6 * (((double)first_w + (double)last_w) * 0.5 * slope + 2) / span_y;
+	double span_y = f->last_y - f->first_y;
+	out->worst_ppm = 1e6 * (((double)f->first_w + (double)f->last_w) * 0.5 * slope + 2) / span_y;
 	out->sigma_ns = sigma;
-	out->min_width = w0;
-	out->accept_width = accept;
+	out->min_width = f->w0;
+	out->accept_width = f->accept;
 	out->n_used = n;
-	out->n_total = total;
+	out->n_total = f->total;
 	out->window_ns = (int64_t)span_y;
 	/* the fitted line passes through the centroid (mx, my) */
-	double fx = floor(mx);
-	out->anchor_tick = x0 + (uint64_t)fx;
-	out->anchor_ns = r0 + (int64_t)llround(my - slope * (mx - fx));
+	double fx = floor(f->mx);
+	out->anchor_tick = f->x0 + (uint64_t)fx;
+	out->anchor_ns = f->r0 + (int64_t)llround(f->my - slope * (f->mx - fx));
 	return 0;
+}
+
+int nc__calibrate_until(const struct nc__calib_io *io, const struct nc__calib_goal *g,
+			struct nc__calib *out)
+{
+	if (!io || !out || !g || g->max_ns <= 0 || g->min_ns > g->max_ns)
+		return NC_EINVAL;
+	struct fit f;
+	int rc = warm_up(io, &f);
+	if (rc)
+		return rc;
+	double checkpoint = FIRST_CHECKPOINT_NS;
+	for (long i = 0; i < MAX_BRACKETS; i++) {
+		uint64_t t1 = io->read(io->ctx);
+		int64_t r = io->ref_ns(io->ctx);
+		uint64_t t2 = io->read(io->ctx);
+		if (!fit_add(&f, t1, r, t2) || f.n < 16)
+			continue;
+		double rel = f.last_y - f.first_y;
+		if (rel >= (double)g->max_ns)
+			return fit_result(&f, out);
+		if (rel < checkpoint)
+			continue;
+		while (checkpoint <= rel)
+			checkpoint *= 2;
+		/* a checkpoint: stop if the goal is met */
+		if (g->target_ppm > 0 && rel >= (double)g->min_ns && fit_result(&f, out) == 0 &&
+		    out->ppm <= g->target_ppm)
+			return 0;
+	}
+	return fit_result(&f, out);
+}
+
+int nc__calibrate(const struct nc__calib_io *io, int64_t window_ns, struct nc__calib *out)
+{
+	if (window_ns <= 0)
+		return NC_EINVAL;
+	struct nc__calib_goal g = {window_ns, window_ns, 0};
+	return nc__calibrate_until(io, &g, out);
 }
 
 int nc__calib_extend(const struct nc__calib *c, const struct nc__bracket *b, double *hz,

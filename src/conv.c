@@ -76,14 +76,11 @@ static struct u128 shl(uint64_t v, unsigned s)
 	return r;
 }
 
-#define HZ_MIN 1e3
-#define HZ_MAX 1e11
-
 int nc__hz_to_q24(double hz, uint64_t *q24)
 {
 	if (isnan(hz))
 		return NC_EINVAL;
-	if (!(hz >= HZ_MIN && hz <= HZ_MAX))
+	if (!nc__hz_valid(hz))
 		return NC_ERANGE;
 	/* hz * 2^24 <= 1.7e18 < 2^63: exact enough and representable */
 	*q24 = (uint64_t)(hz * 16777216.0 + 0.5);
@@ -94,7 +91,7 @@ int nc__conv_from_q24(nc_conv_t *c, uint64_t q)
 {
 	if (!c)
 		return NC_EINVAL;
-	if (q < (uint64_t)(HZ_MIN * 16777216.0) || q > (uint64_t)(HZ_MAX * 16777216.0))
+	if (q < (uint64_t)(NC_HZ_MIN * 16777216.0) || q > (uint64_t)(NC_HZ_MAX * 16777216.0))
 		return NC_ERANGE;
 	/* P = round(1e9 * 2^88 / q): 1e9 < 2^30, so the numerator < 2^118 */
 	struct u128 p = div_round(shl(1000000000u, 88), q);
@@ -117,4 +114,15 @@ int nc_conv_init(nc_conv_t *c, double hz)
 	if (rc)
 		return rc;
 	return nc__conv_from_q24(c, q);
+}
+
+int nc__ns_per_tick(double hz, uint64_t *ip, uint64_t *fp)
+{
+	nc_conv_t c;
+	int rc = nc_conv_init(&c, hz);
+	if (rc)
+		return rc;
+	*ip = c.ns_int;
+	*fp = c.ns_frac;
+	return 0;
 }

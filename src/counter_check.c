@@ -29,7 +29,7 @@ int nc__counter_check(const struct nc__counter *c, int n, uint64_t *resolution, 
 	int64_t t1 = nc__mono_raw_ns();
 	if (!advanced) {
 		snprintf(why, whylen, "did not advance in %d reads", n);
-		return NC__CHECK_STILL; /* may just be coarse: the caller can read longer */
+		return NC_CHECK_STILL; /* may just be coarse: the caller can read longer */
 	}
 	if (resolution)
 		*resolution = res;

@@ -1,5 +1,13 @@
-/* Parsing of the environment overrides.  A bad value is never fatal: the
- * caller ignores it and records the reason for `nanoclock info`. */
+/* The environment, read once, at initialisation (nc__config_read), and
+ * the parsers of its values.  A bad value is never fatal: it is refused
+ * with the reason kept for `nanoclock info`, nc_init() reports an error
+ * code, and the library runs on its defaults.
+ *
+ *   NANOCLOCK_COUNTER      force a counter by name
+ *   NANOCLOCK_HZ           the counter's rate, e.g. 2.1G, 24MHz
+ *   NANOCLOCK_HZ_FORCE=1   use NANOCLOCK_HZ even where measurement disagrees
+ *   NANOCLOCK_CALIB_PPM    target uncertainty of the first calibration
+ *   NANOCLOCK_CALIB_MAX_MS cap on its length */
 #include "internal.h"
 
 #include <ctype.h>
@@ -56,10 +64,83 @@ int nc__parse_hz(const char *s, double *hz, char *why, size_t whylen)
 		return NC_EINVAL;
 	}
 	v *= unit;
-	if (!(v >= 1e3 && v <= 1e11)) {
+	if (!nc__hz_valid(v)) {
 		snprintf(why, whylen, "%.6g Hz is outside 1 kHz .. 100 GHz", v);
 		return NC_ERANGE;
 	}
 	*hz = v;
 	return 0;
+}
+
+int nc__parse_positive(const char *s, double lo, double hi, double *out, char *why, size_t whylen)
+{
+	if (!s || !*s) {
+		snprintf(why, whylen, "empty value");
+		return NC_EINVAL;
+	}
+	const char *p = s;
+	while (isspace((unsigned char)*p))
+		p++;
+	if (!(isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) ||
+	    (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))) {
+		snprintf(why, whylen, "'%.40s' is not a positive decimal number", s);
+		return NC_EINVAL;
+	}
+	char *end;
+	errno = 0;
+	double v = strtod(p, &end);
+	while (isspace((unsigned char)*end))
+		end++;
+	if (end == p || errno == ERANGE || !isfinite(v) || *end) {
+		snprintf(why, whylen, "'%.40s' is not a finite decimal number", s);
+		return NC_EINVAL;
+	}
+	if (!(v >= lo && v <= hi)) {
+		snprintf(why, whylen, "%.6g is outside %g .. %g", v, lo, hi);
+		return NC_ERANGE;
+	}
+	*out = v;
+	return 0;
+}
+
+#define DEFAULT_CALIB_PPM 1.0
+#define DEFAULT_CALIB_MAX_MS 20.0
+
+void nc__config_read(struct nc__config *c, double app_ppm, double app_ms)
+{
+	memset(c, 0, sizeof(*c));
+	const char *v = getenv("NANOCLOCK_COUNTER");
+	if (v && *v) {
+		c->counter_set = 1;
+		snprintf(c->counter, sizeof(c->counter), "%s", v);
+	}
+	v = getenv("NANOCLOCK_HZ");
+	if (v) {
+		c->hz_set = 1;
+		snprintf(c->hz_text, sizeof(c->hz_text), "%s", v);
+		if (nc__parse_hz(v, &c->hz, c->hz_why, sizeof(c->hz_why)) != 0)
+			c->hz = 0;
+	}
+	v = getenv("NANOCLOCK_HZ_FORCE");
+	c->hz_force = v && strcmp(v, "1") == 0;
+
+	c->calib_ppm = app_ppm > 0 ? app_ppm : DEFAULT_CALIB_PPM;
+	c->calib_max_ms = app_ms > 0 ? app_ms : DEFAULT_CALIB_MAX_MS;
+	char why[96];
+	double x;
+	v = getenv("NANOCLOCK_CALIB_PPM");
+	if (v) {
+		if (nc__parse_positive(v, 0.001, 1000, &x, why, sizeof(why)) == 0)
+			c->calib_ppm = x;
+		else
+			snprintf(c->calib_why, sizeof(c->calib_why), "NANOCLOCK_CALIB_PPM refused: %s", why);
+	}
+	v = getenv("NANOCLOCK_CALIB_MAX_MS");
+	if (v) {
+		if (nc__parse_positive(v, 0.1, 10000, &x, why, sizeof(why)) == 0)
+			c->calib_max_ms = x;
+		else if (!c->calib_why[0])
+			snprintf(c->calib_why, sizeof(c->calib_why), "NANOCLOCK_CALIB_MAX_MS refused: %s",
+				 why);
+	}
 }

@@ -10,6 +10,7 @@ const char *nc_strerror(int err)
 	case NC_ECALIB: return "calibration failed";
 	case NC_ESYS: return "system call failed";
 	case NC_EBUSY: return "too late: nanoclock is already initialised";
+	case NC_EOVERRIDE: return "NANOCLOCK_HZ contradicts measurement: refused";
 	default: return "unknown error";
 	}
 }

@@ -123,7 +123,7 @@ void nc__ext_init(struct nc__ext *e, const struct nc__counter *raw)
 	e->raw = raw;
 	e->mask = raw->bits >= 64 ? UINT64_MAX : (UINT64_C(1) << raw->bits) - 1;
 	e->wrapped = *raw;
-	e->wrapped.kind = NC__KIND_CALL;
+	e->wrapped.kind = NC_IMPL_KIND_CALL;
 	e->wrapped.read = ext_read;
 	e->wrapped.read_ordered = ext_read_ordered;
 	e->wrapped.ctx = e;

@@ -1,6 +1,8 @@
 /* Frequencies stated by the hardware or the OS, and the rule for trusting
  * them.  None is taken on faith: each must agree with our own measurement
- * against CLOCK_MONOTONIC_RAW (see nc__adopt_stated). */
+ * against CLOCK_MONOTONIC_RAW (nc__src_agrees).  The cheap sources are
+ * read by the counters at init; the perf page, whose perf_event_open can
+ * take 10 ms on an idle VM, only later (nc__probe_deferred_sources). */
 #include "internal.h"
 
 #include <math.h>
@@ -80,36 +82,56 @@ void nc__src_perf_page(struct nc_hz_source *s)
 #endif
 }
 
-/* Adoption rule: a stated value is adopted when it lies within the
- * measurement's stated uncertainty (4 sigma) plus its own rounding (a kHz
- * value is +-500 Hz), so a wrong table, a guest told the wrong rate, or a
- * nominal frequency that the counter does not keep is rejected with the
- * discrepancy in ppm as the reason.  Sources are tried in the order given
- * (the kernel's own conversion first); the first that agrees is adopted,
+/* The adoption rule, in one place.  A stated value agrees with a
+ * measurement when it lies within the measurement's stated uncertainty
+ * (about 4 sigma) plus its own rounding (a kHz figure is +-500 Hz): so a
+ * wrong table, a guest told the wrong rate, or a nominal frequency the
+ * counter does not keep is rejected, with the discrepancy in ppm. */
+int nc__src_agrees(const struct nc_hz_source *s, const struct nc__meas *m, double *diff_ppm,
+		   double *tol_ppm)
+{
+	double quantum_ppm = s->resolution_hz / s->hz * 1e6;
+	*diff_ppm = (s->hz - m->hz) / m->hz * 1e6;
+	*tol_ppm = m->ppm + m->step_ppm + quantum_ppm;
+	return fabs(*diff_ppm) <= *tol_ppm;
+}
+
+/* Whether an adopted stated value stays in use against the latest
+ * measurement, and what can honestly be claimed for it.  It stays while it
+ * agrees and the measurement is not yet finer than the value's own
+ * rounding (a kHz figure cannot be better than +-500 Hz; once the
+ * measurement is, the measurement is used).  Its uncertainty is what the
+ * measurement proves: the discrepancy plus the measurement's own. */
+int nc__src_keep(const struct nc_hz_source *s, const struct nc__meas *m, double *claim_ppm)
+{
+	double diff, tol;
+	int agrees = nc__src_agrees(s, m, &diff, &tol);
+	*claim_ppm = fabs(diff) + m->ppm;
+	return agrees && m->ppm >= s->resolution_hz / s->hz * 1e6;
+}
+
+/* Sources are tried in the order given; the first that agrees is adopted,
  * later ones that agree are marked so. */
-int nc__adopt_stated(double measured_hz, double measured_ppm, struct nc_hz_source *src, int n)
+int nc__adopt_stated(const struct nc__meas *m, struct nc_hz_source *src, int n)
 {
 	int adopted = -1;
 	for (int i = 0; i < n; i++) {
 		if (!(src[i].hz > 0))
 			continue;
-		double quantum_ppm = src[i].resolution_hz / src[i].hz * 1e6;
-		double diff_ppm = (src[i].hz - measured_hz) / measured_hz * 1e6;
-		double tol = measured_ppm + quantum_ppm;
-		if (!(fabs(diff_ppm) <= tol)) {
+		double diff, tol;
+		if (!nc__src_agrees(&src[i], m, &diff, &tol)) {
 			src[i].status = NC_SRC_REJECTED;
 			snprintf(src[i].reason, sizeof(src[i].reason),
-				 "disagrees with measurement by %+.2f ppm (tolerance %.2f)", diff_ppm,
-				 tol);
+				 "disagrees with measurement by %+.2f ppm (tolerance %.2f)", diff, tol);
 		} else if (adopted < 0) {
 			adopted = i;
 			src[i].status = NC_SRC_ADOPTED;
 			snprintf(src[i].reason, sizeof(src[i].reason),
-				 "adopted: agrees with measurement (%+.2f ppm)", diff_ppm);
+				 "adopted: agrees with measurement (%+.3f ppm)", diff);
 		} else {
 			src[i].status = NC_SRC_AGREES;
 			snprintf(src[i].reason, sizeof(src[i].reason),
-				 "agrees with measurement (%+.2f ppm)", diff_ppm);
+				 "agrees with measurement (%+.3f ppm)", diff);
 		}
 	}
 	return adopted;

@@ -1,9 +1,15 @@
-/* The kernel's view of the clocks, gathered for the report and for the TSC
- * policy.  Everything is read from /sys and /proc; nothing is required. */
+/* What the machine and the kernel tell about the clocks, read once at
+ * initialisation, for the report and for the counters' own rules.  Files
+ * come from /sys and /proc (nothing is required: in a container without
+ * them every field says "unknown"), CPU facts from cpuid.c. */
 #include "internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 
 static int read_line(const char *path, char *buf, size_t len)
 {
@@ -35,45 +41,51 @@ static int has_word(const char *list, const char *w)
 	return 0;
 }
 
-void nc__kernel_view(struct nc_kernel_view *kv)
+/* /proc/cpuinfo: the first CPU's TSC flags and "cpu MHz" (x86 prints the
+ * kernel's TSC rate there when it has no APERF/MPERF: a stated source,
+ * cross-checked like the others).  Only the first block is read. */
+static void read_cpuinfo(struct nc__machine *m)
 {
-	memset(kv, 0, sizeof(*kv));
-	read_line("/sys/devices/system/clocksource/clocksource0/current_clocksource",
-		  kv->clocksource, sizeof(kv->clocksource));
-	read_line("/sys/devices/system/clocksource/clocksource0/available_clocksource",
-		  kv->available_clocksources, sizeof(kv->available_clocksources));
-
-	struct nc__cpuid c;
-	nc__cpuid_read(&c);
-	kv->cpuid_tsc = c.valid ? c.tsc : -1;
-	kv->cpuid_rdtscp = c.valid ? c.rdtscp : -1;
-	kv->cpuid_invariant_tsc = c.valid ? c.invariant : -1;
-	kv->cpuid_hypervisor = c.valid ? c.hypervisor : -1;
-	snprintf(kv->hypervisor, sizeof(kv->hypervisor), "%s", c.hv_sig);
-
-	/* TSC flags the kernel derived; the first "flags" line is enough */
+	struct nc_kernel_view *kv = &m->kv;
 	FILE *f = fopen("/proc/cpuinfo", "r");
-	if (f) {
-		char line[4096];
-		while (fgets(line, sizeof(line), f)) {
-			if (strncmp(line, "flags", 5) != 0)
-				continue;
+	if (!f)
+		return;
+	char line[4096];
+	int have_flags = 0, have_mhz = 0;
+	while (!(have_flags && have_mhz) && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, ':');
+		if (!p)
+			continue;
+		if (!have_mhz && strncmp(line, "cpu MHz", 7) == 0) {
+			have_mhz = 1;
+			char *end;
+			double v = strtod(p + 1, &end);
+			if (end != p + 1 && v > 0 && v < 1e6)
+				m->cpuinfo_mhz = v;
+		} else if (!have_flags && strncmp(line, "flags", 5) == 0) {
+			have_flags = 1;
 			static const char *const want[] = {"constant_tsc", "nonstop_tsc",
 							   "tsc_reliable", "tsc_known_freq",
 							   "tsc_adjust", "rdtscp"};
-			char *p = strchr(line, ':');
-			for (size_t i = 0; p && i < sizeof(want) / sizeof(want[0]); i++)
+			for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 				if (has_word(p + 1, want[i])) {
 					size_t l = strlen(kv->cpuinfo_tsc_flags);
 					snprintf(kv->cpuinfo_tsc_flags + l,
 						 sizeof(kv->cpuinfo_tsc_flags) - l, "%s%s",
 						 l ? " " : "", want[i]);
 				}
-			break;
+			m->tsc_known_freq = has_word(p + 1, "tsc_known_freq");
+		} else if (strncmp(line, "processor", 9) == 0 && (have_flags || have_mhz)) {
+			break; /* the second CPU's block */
 		}
-		fclose(f);
 	}
+	fclose(f);
+}
 
+/* The kernel's own opinion of the TSC: reported, never obeyed (see the
+ * TSC policy in counters/x86_tsc.c). */
+static void tsc_distrust(struct nc_kernel_view *kv)
+{
 	kv->tsc_unstable = -1;
 	if (kv->cpuid_tsc != 1)
 		return;
@@ -92,4 +104,32 @@ void nc__kernel_view(struct nc_kernel_view *kv)
 		snprintf(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),
 			 "tsc is a registered clocksource");
 	}
+}
+
+void nc__machine_read(struct nc__machine *m)
+{
+	memset(m, 0, sizeof(*m));
+	struct nc_kernel_view *kv = &m->kv;
+	read_line("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+		  kv->clocksource, sizeof(kv->clocksource));
+	read_line("/sys/devices/system/clocksource/clocksource0/available_clocksource",
+		  kv->available_clocksources, sizeof(kv->available_clocksources));
+
+	const struct nc__cpuid *c = nc__cpuid();
+	m->cpuid = c;
+	kv->cpuid_tsc = c->valid ? c->tsc : -1;
+	kv->cpuid_rdtscp = c->valid ? c->rdtscp : -1;
+	kv->cpuid_invariant_tsc = c->valid ? c->invariant : -1;
+	kv->cpuid_hypervisor = c->valid ? c->hypervisor : -1;
+	snprintf(kv->hypervisor, sizeof(kv->hypervisor), "%s", c->hv_sig);
+
+	read_cpuinfo(m);
+	tsc_distrust(kv);
+#if defined(__linux__) && defined(PR_GET_TSC) && (defined(__x86_64__) || defined(__i386__))
+	/* RDTSC disabled for this thread (a sandbox, a record/replay tool):
+	 * the TSC is not a candidate.  Asking beats executing and trapping. */
+	int mode = 0;
+	if (prctl(PR_GET_TSC, &mode, 0, 0, 0) == 0 && mode == PR_TSC_SIGSEGV)
+		m->tsc_user_disabled = 1;
+#endif
 }

@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -125,9 +126,35 @@ static void test_info(void **state)
 	if (strcmp(in.counter, "tsc") == 0) {
 		assert_true(in.hz_measured > 0);
 		assert_true(in.hz_measured_worst_ppm >= in.hz_measured_ppm);
-		assert_true(in.n_hz_sources == 4);
+		assert_true(in.n_hz_sources == 5); /* 4 cheap ones, and the perf page read later */
 		assert_int_equal(in.kernel.cpuid_tsc, 1);
 	}
+}
+
+/* Where the selected counter is read inline (the TSC; on arm64, POWER
+ * and RISC-V their counters when selected), reads and conversions stay
+ * out of the library: a few refreshes at most. */
+static void test_inline_reads(void **state)
+{
+	(void)state;
+	struct nc_info in;
+	nc_get_info(&in);
+	uint64_t k = __atomic_load_n(&nc_impl_g.now.kind, __ATOMIC_RELAXED);
+	long before = nc__slow_calls;
+	uint64_t acc = 0;
+	for (int i = 0; i < 100000; i++)
+		acc += nc_ticks() + nc_ticks_begin() + nc_ticks_end() + nc_now_ns() +
+		       nc_ticks_to_ns((uint64_t)i);
+	long slow = nc__slow_calls - before;
+	assert_true(acc != 0);
+	if (nc_impl_hw(k)) {
+		if (slow > 20)
+			fail_msg("counter %s is read inline, yet %ld of 500000 calls left the fast path",
+				 in.counter, slow);
+	} else {
+		assert_true(slow >= 100000 * 4); /* an OS clock: every read is a call */
+	}
+	printf("  %s: %ld of 500000 calls out of line\n", in.counter, slow);
 }
 
 int main(void)
@@ -136,7 +163,7 @@ int main(void)
 		cmocka_unit_test(test_init_idempotent), cmocka_unit_test(test_reads_advance),
 		cmocka_unit_test(test_now_tracks_mono_raw), cmocka_unit_test(test_conversions),
 		cmocka_unit_test(test_wrap_horizon),    cmocka_unit_test(test_strerror),
-		cmocka_unit_test(test_info),
+		cmocka_unit_test(test_info),            cmocka_unit_test(test_inline_reads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -222,6 +222,60 @@ static void test_long_baseline(void **state)
 	}
 }
 
+/* Adaptive: a quiet counter meets a 1 ppm goal at an early checkpoint
+ * (never before min_ns), within its stated uncertainty. */
+static void test_adaptive_stops_early(void **state)
+{
+	(void)state;
+	for (int seed = 1; seed <= 40; seed++) {
+		struct sim s;
+		sim_default(&s, 2299998000.0, (uint64_t)seed);
+		s.gran = 22;
+		struct nc__calib_io io = io_for(&s);
+		struct nc__calib_goal g = {250000, 20000000, 1.0};
+		struct nc__calib c;
+		assert_int_equal(nc__calibrate_until(&io, &g, &c), 0);
+		assert_true(c.ppm <= 1.0);
+		/* stopped at a checkpoint (125 us times a power of two), not at the cap */
+		double k = log2((double)c.window_ns / 125000.0);
+		if (!(c.window_ns >= 250000 && k - floor(k) < 0.01 && c.window_ns < 20000000))
+			fail_msg("seed %d: stopped after %lld ns", seed, (long long)c.window_ns);
+		if (!(fabs(err_ppm(&c, s.hz)) <= c.ppm))
+			fail_msg("seed %d: error %.4f ppm outside stated %.4f", seed, err_ppm(&c, s.hz),
+				 c.ppm);
+	}
+}
+
+/* A goal the counter cannot meet (coarse steps, heavy preemption) stops
+ * at the cap, and says honestly how far it got. */
+static void test_adaptive_cap(void **state)
+{
+	(void)state;
+	for (int seed = 1; seed <= 20; seed++) {
+		struct sim s;
+		sim_default(&s, 24e6, (uint64_t)seed);
+		s.gran = 1;
+		s.preempt_p = 0.01;
+		s.preempt_ns = 50000;
+		struct nc__calib_io io = io_for(&s);
+		struct nc__calib_goal g = {250000, 3000000, 0.001};
+		struct nc__calib c;
+		assert_int_equal(nc__calibrate_until(&io, &g, &c), 0);
+		assert_true(c.ppm > 0.001);
+		assert_true(c.window_ns >= 3000000 && c.window_ns < 3100000);
+		assert_true(fabs(err_ppm(&c, s.hz)) <= c.ppm);
+	}
+	/* bad goals */
+	struct sim s;
+	sim_default(&s, 1e9, 1);
+	struct nc__calib_io io = io_for(&s);
+	struct nc__calib c;
+	struct nc__calib_goal bad1 = {1000, 0, 1}, bad2 = {2000, 1000, 1};
+	assert_int_equal(nc__calibrate_until(&io, &bad1, &c), NC_EINVAL);
+	assert_int_equal(nc__calibrate_until(&io, &bad2, &c), NC_EINVAL);
+	assert_int_equal(nc__calibrate_until(&io, NULL, &c), NC_EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -230,6 +284,7 @@ int main(void)
 		cmocka_unit_test(test_frozen_counter),   cmocka_unit_test(test_backwards_counter),
 		cmocka_unit_test(test_frozen_reference), cmocka_unit_test(test_bad_args),
 		cmocka_unit_test(test_long_baseline),    cmocka_unit_test(test_slow_wander),
+		cmocka_unit_test(test_adaptive_stops_early), cmocka_unit_test(test_adaptive_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,7 +20,7 @@ struct w {
 static struct w mul(uint64_t a, uint64_t b)
 {
 	struct w r;
-	r.hi = nc__mulhi(a, b, &r.lo);
+	r.hi = nc_impl_mulhi(a, b, &r.lo);
 	return r;
 }
 static int ge(struct w a, struct w b) { return a.hi > b.hi || (a.hi == b.hi && a.lo >= b.lo); }

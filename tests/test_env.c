@@ -56,35 +56,101 @@ static void test_parse_bad(void **state)
 }
 
 /* End to end, in a process of its own (initialisation happens once a
- * process): a bad NANOCLOCK_HZ is ignored with a reason, a good one used. */
+ * process).  A malformed NANOCLOCK_HZ is refused: nc_init() says
+ * NC_EINVAL, info says why, the measured rate is used. */
 static void child_hz_bad(const char *value)
 {
-	CHECK(nc_init() == 0);
+	CHECK(nc_init() == NC_EINVAL);
 	struct nc_info in;
 	nc_get_info(&in);
-	CHECK(strcmp(in.hz_env, value) == 0);
-	CHECK(strncmp(in.hz_env_status, "ignored", 7) == 0);
+	CHECK(strncmp(in.hz_env, value, sizeof(in.hz_env) - 1) == 0); /* kept, truncated if long */
+	CHECK(strncmp(in.hz_env_status, "refused", 7) == 0);
 	CHECK(strcmp(in.hz_source, "env NANOCLOCK_HZ") != 0);
 	CHECK(in.hz >= 1e3 && in.hz <= 1e11); /* the clock still works and is sane */
 	uint64_t a = nc_now_ns(), b = nc_now_ns();
 	CHECK(b >= a);
 }
 
-static void child_hz_good(const char *value)
+static int calibrated(const struct nc_info *in)
 {
-	double want = strtod(value, NULL) * (strchr(value, 'G') ? 1e9 : 1);
-	CHECK(nc_init() == 0);
+	return in->hz_measured > 0; /* not an exact-rate OS clock */
+}
+
+/* A well-formed value that measurement contradicts (1 kHz for a counter of
+ * MHz or GHz) is refused with NC_EOVERRIDE; an exact-rate OS clock keeps
+ * its rate and says so. */
+static void child_hz_contradicted(const char *value)
+{
+	int rc = nc_init();
 	struct nc_info in;
 	nc_get_info(&in);
 	CHECK(strcmp(in.hz_env, value) == 0);
-	if (in.candidates[0].name[0] && strcmp(in.counter, "tsc") == 0) {
-		CHECK(strcmp(in.hz_source, "env NANOCLOCK_HZ") == 0);
-		CHECK(fabs(in.hz - want) < 1e-3);
-		CHECK(strncmp(in.hz_env_status, "used", 4) == 0);
+	if (calibrated(&in)) {
+		CHECK(rc == NC_EOVERRIDE);
+		CHECK(strncmp(in.hz_env_status, "refused: differs from measurement", 33) == 0);
+		CHECK(strstr(in.hz_env_status, "NANOCLOCK_HZ_FORCE"));
+		CHECK(strcmp(in.hz_source, "env NANOCLOCK_HZ") != 0);
+		CHECK(fabs(in.hz - in.hz_measured) / in.hz_measured < 1e-3);
 	} else {
-		/* exact-rate OS clocks keep their rate: said so */
-		CHECK(in.hz_env_status[0] != 0);
+		CHECK(rc == 0);
+		CHECK(strncmp(in.hz_env_status, "ignored", 7) == 0);
 	}
+}
+
+/* ... unless forced, spelled out. */
+static void child_hz_forced(const char *value)
+{
+	setenv("NANOCLOCK_HZ_FORCE", "1", 1);
+	CHECK(nc_init() == 0);
+	struct nc_info in;
+	nc_get_info(&in);
+	if (calibrated(&in)) {
+		CHECK(strcmp(in.hz_source, "env NANOCLOCK_HZ") == 0);
+		CHECK(fabs(in.hz - strtod(value, NULL) * 1e3) < 1e-6);
+		CHECK(strncmp(in.hz_env_status, "used (forced", 12) == 0);
+	}
+}
+
+/* A value within the tolerance is used (the value is set by the parent,
+ * 50 ppm from the rate it measured). */
+static char close_hz[64];
+static void child_hz_close(const char *value)
+{
+	CHECK(nc_init() == 0);
+	struct nc_info in;
+	nc_get_info(&in);
+	if (calibrated(&in)) {
+		CHECK(strcmp(in.hz_source, "env NANOCLOCK_HZ") == 0);
+		CHECK(fabs(in.hz - strtod(value, NULL)) < 1e-3);
+		CHECK(strncmp(in.hz_env_status, "used: differs", 13) == 0);
+		CHECK(in.hz_uncertainty_ppm >= 49); /* the discrepancy is part of it */
+	}
+}
+
+static void child_calib_bad(const char *value)
+{
+	setenv("NANOCLOCK_CALIB_PPM", value, 1);
+	CHECK(nc_init() == NC_EINVAL);
+	struct nc_info in;
+	nc_get_info(&in);
+	CHECK(strstr(in.calib_status, "NANOCLOCK_CALIB_PPM refused"));
+	CHECK(in.calib_target_ppm == 1.0); /* the default stays */
+	uint64_t a = nc_now_ns(), b = nc_now_ns();
+	CHECK(b >= a);
+}
+
+static void child_calib_good(const char *value)
+{
+	setenv("NANOCLOCK_CALIB_PPM", value, 1);
+	setenv("NANOCLOCK_CALIB_MAX_MS", "5", 1);
+	CHECK(nc_init() == 0);
+	struct nc_info in;
+	nc_get_info(&in);
+	CHECK(in.calib_target_ppm == strtod(value, NULL));
+	CHECK(in.calib_max_ms == 5);
+	CHECK(in.calib_status[0] == 0);
+	/* the API is closed once initialised */
+	CHECK(nc_set_calibration_target(1, 10) == NC_EBUSY);
 }
 
 static const struct child_case cases[] = {
@@ -97,48 +163,52 @@ static const struct child_case cases[] = {
 	{"hz_huge", child_hz_bad, "1e200", NULL, "1e200"},
 	{"hz_tiny", child_hz_bad, "10", NULL, "10"},
 	{"hz_trailing", child_hz_bad, "2e9x", NULL, "2e9x"},
-	{"hz_good_unit", child_hz_good, "2.5GHz", NULL, "2.5GHz"},
-	{"hz_good_plain", child_hz_good, "1234567890", NULL, "1234567890"},
+	{"hz_overlong", child_hz_bad,
+	 "123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890"
+	 "12345678901234567890",
+	 NULL,
+	 "123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890"
+	 "12345678901234567890"},
+	{"hz_contradicted", child_hz_contradicted, "1k", NULL, "1k"},
+	{"hz_forced", child_hz_forced, "1k", NULL, "1k"},
+	{"calib_garbage", child_calib_bad, "fast", NULL, NULL},
+	{"calib_negative", child_calib_bad, "-1", NULL, NULL},
+	{"calib_nan", child_calib_bad, "nan", NULL, NULL},
+	{"calib_huge", child_calib_bad, "1e300", NULL, NULL},
+	{"calib_good", child_calib_good, "0.5", NULL, NULL},
 };
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
+
+/* One child measures the rate, the next gets NANOCLOCK_HZ 50 ppm off it
+ * (the parent stays uninitialised: children fork from it). */
+static void test_hz_close(void **state)
+{
+	(void)state;
+	int fd[2];
+	assert_int_equal(pipe(fd), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		unsetenv("NANOCLOCK_HZ");
+		nc_init();
+		char buf[64];
+		int n = snprintf(buf, sizeof(buf), "%.3f", nc_ticks_per_second() * (1 + 50e-6));
+		_exit(write(fd[1], buf, (size_t)n) == n ? 0 : 1);
+	}
+	close(fd[1]);
+	ssize_t n = read(fd[0], close_hz, sizeof(close_hz) - 1);
+	close(fd[0]);
+	waitpid(pid, NULL, 0);
+	assert_true(n > 0);
+	close_hz[n] = 0;
+	struct child_case c = {"hz_close", child_hz_close, close_hz, NULL, close_hz};
+	RUN_CASE(&c);
+}
 
 static void run_child_case(void **state)
 {
 	const struct child_case *c = *state;
 	RUN_CASE(c);
-}
-
-static struct nc_hz_source src(const char *name, double hz, double res)
-{
-	struct nc_hz_source s;
-	memset(&s, 0, sizeof(s));
-	strcpy(s.name, name);
-	s.hz = hz;
-	s.resolution_hz = res;
-	return s;
-}
-
-static void test_adopt_rule(void **state)
-{
-	(void)state;
-	double m = 2e9; /* measured, +-1 ppm */
-	struct nc_hz_source s[4] = {
-		src("far", m * (1 + 100e-6), 0),   /* 100 ppm off: rejected */
-		src("absent", 0, 0),               /* not there */
-		src("close", m * (1 + 0.5e-6), 0), /* within: adopted */
-		src("khz", m * (1 + 1.2e-6), 500), /* within 1 ppm + 0.25 ppm rounding: agrees */
-	};
-	int a = nc__adopt_stated(m, 1.0, s, 4);
-	assert_int_equal(a, 2);
-	assert_int_equal(s[0].status, NC_SRC_REJECTED);
-	assert_non_null(strstr(s[0].reason, "disagrees"));
-	assert_int_equal(s[1].status, NC_SRC_ABSENT);
-	assert_int_equal(s[2].status, NC_SRC_ADOPTED);
-	assert_int_equal(s[3].status, NC_SRC_AGREES);
-	/* nothing agrees: measurement stays */
-	struct nc_hz_source t[1] = {src("wrong", 2.1e9, 500)};
-	assert_int_equal(nc__adopt_stated(m, 1.0, t, 1), -1);
-	assert_int_equal(t[0].status, NC_SRC_REJECTED);
 }
 
 int main(int argc, char **argv)
@@ -149,11 +219,11 @@ int main(int argc, char **argv)
 	struct CMUnitTest tests[NCASES + 3] = {
 		cmocka_unit_test(test_parse_good),
 		cmocka_unit_test(test_parse_bad),
-		cmocka_unit_test(test_adopt_rule),
 	};
 	for (int i = 0; i < NCASES; i++) {
 		struct CMUnitTest t = {cases[i].name, run_child_case, NULL, NULL, (void *)&cases[i]};
-		tests[3 + i] = t;
+		tests[2 + i] = t;
 	}
+	tests[2 + NCASES] = (struct CMUnitTest)cmocka_unit_test(test_hz_close);
 	return _cmocka_run_group_tests("test_env", tests, NCASES + 3, NULL, NULL);
 }

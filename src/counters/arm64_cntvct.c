@@ -4,8 +4,13 @@
  * at least 56 bits wide (64 from Armv8.6).  Reads are not ordered: an ISB
  * before the read keeps it from being taken early.  CPUs with FEAT_ECV
  * have the self-synchronised CNTVCTSS_EL0, which needs no ISB; Linux
- * reports it as HWCAP2_ECV.  A kernel may also disable EL0 access
- * (CNTKCTL_EL1.EL0VCTEN), and the read then faults: the probe traps that. */
+ * reports it as HWCAP2_ECV.  The inline fast path (nanoclock_impl.h) reads
+ * either; these readers serve selection and calibration.
+ * Where firmware or an erratum workaround denies EL0 access to the
+ * counter, Linux traps the read and emulates it (arm64 traps.c handles
+ * CNTVCT_EL0, CNTVCTSS_EL0 and CNTFRQ_EL0): the read never faults, it is
+ * only slow, and selection's cost measurement then prefers the OS clock.
+ * So the probe needs no signal trap. */
 #include "../internal.h"
 
 #if defined(__aarch64__)
@@ -19,32 +24,25 @@
 static uint64_t vct_read(void *ctx)
 {
 	(void)ctx;
-	uint64_t v;
-	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
-	return v;
+	return nc_impl_raw(NC_IMPL_KIND_CNTVCT);
 }
 
 static uint64_t vct_read_ordered(void *ctx)
 {
 	(void)ctx;
-	uint64_t v;
-	__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0\n\tisb" : "=r"(v) : : "memory");
-	return v;
+	return nc_impl_fenced(NC_IMPL_KIND_CNTVCT);
 }
 
-/* CNTVCTSS_EL0 is S3_3_C14_C0_6: written by encoding so that older
- * assemblers accept it. */
 static uint64_t vctss_read_ordered(void *ctx)
 {
 	(void)ctx;
-	uint64_t v;
-	__asm__ __volatile__("mrs %0, S3_3_C14_C0_6\n\tisb" : "=r"(v) : : "memory");
-	return v;
+	return nc_impl_fenced(NC_IMPL_KIND_CNTVCTSS);
 }
 
-static int vct_stated(struct nc_hz_source *out, int max)
+static int vct_stated(const struct nc__machine *m, struct nc_hz_source *out, int max)
 {
-	if (max < 2)
+	(void)m;
+	if (max < 1)
 		return 0;
 	uint64_t f;
 	__asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(f));
@@ -52,14 +50,13 @@ static int vct_stated(struct nc_hz_source *out, int max)
 		nc__src_set(&out[0], "cntfrq_el0", 0, 0, "CNTFRQ_EL0 is zero (firmware left it unset)");
 	else
 		nc__src_set(&out[0], "cntfrq_el0", (double)f, 0, "CNTFRQ_EL0 register");
-	nc__src_perf_page(&out[1]);
-	return 2;
+	return 1;
 }
 
 const struct nc__counter nc__counter_cntvct = {
 	.name = "cntvct",
 	.what = "Arm generic timer (CNTVCT_EL0)",
-	.kind = NC__KIND_CALL,
+	.kind = NC_IMPL_KIND_CNTVCT,
 	.read = vct_read,
 	.read_ordered = vct_read_ordered,
 	.bits = 64,
@@ -67,11 +64,10 @@ const struct nc__counter nc__counter_cntvct = {
 	.stated = vct_stated,
 };
 
-/* Selected by select.c in place of the plain one where HWCAP2_ECV says so. */
 const struct nc__counter nc__counter_cntvctss = {
 	.name = "cntvct",
 	.what = "Arm generic timer (CNTVCTSS_EL0, self-synchronised)",
-	.kind = NC__KIND_CALL,
+	.kind = NC_IMPL_KIND_CNTVCTSS,
 	.read = vct_read,
 	.read_ordered = vctss_read_ordered,
 	.bits = 64,
@@ -79,8 +75,9 @@ const struct nc__counter nc__counter_cntvctss = {
 	.stated = vct_stated,
 };
 
-int nc__arm64_has_ecv(void)
+const struct nc__counter *nc__hw_counter(const struct nc__machine *m)
 {
-	return (getauxval(AT_HWCAP2) & HWCAP2_ECV) != 0;
+	(void)m;
+	return (getauxval(AT_HWCAP2) & HWCAP2_ECV) ? &nc__counter_cntvctss : &nc__counter_cntvct;
 }
 #endif

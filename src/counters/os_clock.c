@@ -12,13 +12,14 @@
 #define CLOCK_MONOTONIC_RAW CLOCK_MONOTONIC
 #endif
 
-static int64_t clock_ns(clockid_t id)
+int64_t nc__clock_ns(int id)
 {
 	struct timespec ts;
-	if (clock_gettime(id, &ts) != 0)
+	if (clock_gettime((clockid_t)id, &ts) != 0)
 		return -1;
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
+#define clock_ns(id) nc__clock_ns((int)(id))
 
 int64_t nc__mono_raw_ns(void) { return clock_ns(CLOCK_MONOTONIC_RAW); }
 
@@ -40,16 +41,16 @@ static uint64_t gtod_read(void *ctx)
 	return (uint64_t)tv.tv_sec * 1000000 + (uint64_t)tv.tv_usec;
 }
 
-static int raw_available(const struct nc_kernel_view *kv, char *why, size_t whylen)
+static int raw_available(const struct nc__machine *m, char *why, size_t whylen)
 {
-	(void)kv;
+	(void)m;
 	(void)why;
 	(void)whylen;
 	return clock_ns(CLOCK_MONOTONIC_RAW) < 0 ? NC_ENOCOUNTER : 0;
 }
-static int mono_available(const struct nc_kernel_view *kv, char *why, size_t whylen)
+static int mono_available(const struct nc__machine *m, char *why, size_t whylen)
 {
-	(void)kv;
+	(void)m;
 	(void)why;
 	(void)whylen;
 	return clock_ns(CLOCK_MONOTONIC) < 0 ? NC_ENOCOUNTER : 0;
@@ -62,7 +63,7 @@ static int mono_available(const struct nc_kernel_view *kv, char *why, size_t why
 const struct nc__counter nc__counter_mono_raw = {
 	.name = "clock_monotonic_raw",
 	.what = "clock_gettime(CLOCK_MONOTONIC_RAW)",
-	.kind = NC__KIND_CALL,
+	.kind = NC_IMPL_KIND_CALL,
 	.read = raw_read,
 	.read_ordered = raw_read,
 	.bits = 64,
@@ -74,7 +75,7 @@ const struct nc__counter nc__counter_mono_raw = {
 const struct nc__counter nc__counter_mono = {
 	.name = "clock_monotonic",
 	.what = "clock_gettime(CLOCK_MONOTONIC)",
-	.kind = NC__KIND_CALL,
+	.kind = NC_IMPL_KIND_CALL,
 	.read = mono_read,
 	.read_ordered = mono_read,
 	.bits = 64,
@@ -86,10 +87,20 @@ const struct nc__counter nc__counter_mono = {
 const struct nc__counter nc__counter_gettimeofday = {
 	.name = "gettimeofday",
 	.what = "gettimeofday (realtime, microseconds)",
-	.kind = NC__KIND_CALL,
+	.kind = NC_IMPL_KIND_CALL,
 	.read = gtod_read,
 	.read_ordered = gtod_read,
 	.bits = 64,
 	.penalty_ns = 1e6,
 	.fixed_hz = 1e6,
 };
+
+#if !(defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || \
+      defined(__powerpc64__) || (defined(__riscv) && __riscv_xlen == 64))
+/* An architecture without a counter driver: the OS clocks only. */
+const struct nc__counter *nc__hw_counter(const struct nc__machine *m)
+{
+	(void)m;
+	return NULL;
+}
+#endif

@@ -1,7 +1,9 @@
 /* POWER: the time base register (mftb).  Fixed frequency, stated by the
- * kernel as "timebase" in /proc/cpuinfo (512 MHz on POWER8/9/10); 64 bits.
- * Reads are not ordered; isync before the read keeps it from being taken
- * early. */
+ * kernel as "timebase" in /proc/cpuinfo (512 MHz on POWER8/9/10); 64 bits;
+ * always readable from user space on Linux (the vDSO reads it).  Reads are
+ * not ordered: isync before the read keeps it from being taken early.  The
+ * inline fast path (nanoclock_impl.h) reads it; these readers serve
+ * selection and calibration. */
 #include "../internal.h"
 
 #if defined(__powerpc64__)
@@ -11,48 +13,53 @@
 static uint64_t tb_read(void *ctx)
 {
 	(void)ctx;
-	uint64_t v;
-	__asm__ __volatile__("mfspr %0, 268" : "=r"(v));
-	return v;
+	return nc_impl_raw(NC_IMPL_KIND_TIMEBASE);
 }
 
 static uint64_t tb_read_ordered(void *ctx)
 {
 	(void)ctx;
-	uint64_t v;
-	__asm__ __volatile__("isync\n\tmfspr %0, 268\n\tisync" : "=r"(v) : : "memory");
-	return v;
+	return nc_impl_fenced(NC_IMPL_KIND_TIMEBASE);
 }
 
-static int tb_stated(struct nc_hz_source *out, int max)
+static int tb_stated(const struct nc__machine *m, struct nc_hz_source *out, int max)
 {
-	if (max < 2)
+	(void)m;
+	if (max < 1)
 		return 0;
 	FILE *f = fopen("/proc/cpuinfo", "r");
 	unsigned long long hz = 0;
 	if (f) {
 		char line[256];
-		while (fgets(line, sizeof(line), f))
-			if (strncmp(line, "timebase", 8) == 0 && sscanf(strchr(line, ':') ? strchr(line, ':') + 1 : "", "%llu", &hz) == 1)
+		while (fgets(line, sizeof(line), f)) {
+			const char *colon = strchr(line, ':');
+			if (strncmp(line, "timebase", 8) == 0 && colon &&
+			    sscanf(colon + 1, "%llu", &hz) == 1)
 				break;
+		}
 		fclose(f);
 	}
 	if (hz)
 		nc__src_set(&out[0], "cpuinfo-timebase", (double)hz, 0, "/proc/cpuinfo timebase");
 	else
 		nc__src_set(&out[0], "cpuinfo-timebase", 0, 0, "no timebase line in /proc/cpuinfo");
-	nc__src_perf_page(&out[1]);
-	return 2;
+	return 1;
 }
 
 const struct nc__counter nc__counter_timebase = {
 	.name = "timebase",
 	.what = "POWER time base (mftb)",
-	.kind = NC__KIND_CALL,
+	.kind = NC_IMPL_KIND_TIMEBASE,
 	.read = tb_read,
 	.read_ordered = tb_read_ordered,
 	.bits = 64,
 	.penalty_ns = 0,
 	.stated = tb_stated,
 };
+
+const struct nc__counter *nc__hw_counter(const struct nc__machine *m)
+{
+	(void)m;
+	return &nc__counter_timebase;
+}
 #endif

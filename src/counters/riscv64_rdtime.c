@@ -1,8 +1,11 @@
 /* RISC-V: the time CSR (rdtime), a platform timer of fixed frequency that
- * the device tree states as /cpus/timebase-frequency.  (rdcycle counts
- * core cycles and is privileged on recent kernels: not used.)  A kernel can
- * deny user access (scounteren.TM): the read then faults and the probe
- * traps it.  fence before the read orders it after earlier accesses. */
+ * the device tree states as /cpus/timebase-frequency.  Linux lets user
+ * space read it (the vDSO does; a platform that traps it to firmware only
+ * makes it slow, and selection's cost measurement sees that).  rdcycle
+ * counts core cycles and is privileged since Linux 6.6: not used.  A fence
+ * before the read orders it after earlier accesses.  The inline fast path
+ * (nanoclock_impl.h) reads it; these readers serve selection and
+ * calibration. */
 #include "../internal.h"
 
 #if defined(__riscv) && __riscv_xlen == 64
@@ -11,22 +14,19 @@
 static uint64_t rt_read(void *ctx)
 {
 	(void)ctx;
-	uint64_t v;
-	__asm__ __volatile__("rdtime %0" : "=r"(v));
-	return v;
+	return nc_impl_raw(NC_IMPL_KIND_RDTIME);
 }
 
 static uint64_t rt_read_ordered(void *ctx)
 {
 	(void)ctx;
-	uint64_t v;
-	__asm__ __volatile__("fence iorw, iorw\n\trdtime %0\n\tfence iorw, iorw" : "=r"(v) : : "memory");
-	return v;
+	return nc_impl_fenced(NC_IMPL_KIND_RDTIME);
 }
 
 /* The property is a big-endian 32- or 64-bit cell. */
-static int rt_stated(struct nc_hz_source *out, int max)
+static int rt_stated(const struct nc__machine *m, struct nc_hz_source *out, int max)
 {
+	(void)m;
 	if (max < 1)
 		return 0;
 	FILE *f = fopen("/proc/device-tree/cpus/timebase-frequency", "rb");
@@ -43,18 +43,25 @@ static int rt_stated(struct nc_hz_source *out, int max)
 	if (hz)
 		nc__src_set(&out[0], "dt-timebase-frequency", (double)hz, 0, "device tree");
 	else
-		nc__src_set(&out[0], "dt-timebase-frequency", 0, 0, "no /proc/device-tree/cpus/timebase-frequency");
+		nc__src_set(&out[0], "dt-timebase-frequency", 0, 0,
+			    "no /proc/device-tree/cpus/timebase-frequency");
 	return 1;
 }
 
 const struct nc__counter nc__counter_rdtime = {
 	.name = "rdtime",
 	.what = "RISC-V time CSR (rdtime)",
-	.kind = NC__KIND_CALL,
+	.kind = NC_IMPL_KIND_RDTIME,
 	.read = rt_read,
 	.read_ordered = rt_read_ordered,
 	.bits = 64,
 	.penalty_ns = 0,
 	.stated = rt_stated,
 };
+
+const struct nc__counter *nc__hw_counter(const struct nc__machine *m)
+{
+	(void)m;
+	return &nc__counter_rdtime;
+}
 #endif

@@ -1,8 +1,10 @@
 /* nanoclock — the tool a user runs first on a new machine.
  *   nanoclock info [--json]   what the library chose, and why
- *   nanoclock bench [--quick] costs, init time and accuracy
+ *   nanoclock check ...       do the CPUs' counters agree?
+ *   nanoclock bench ...       costs, init time and accuracy (bench/bench.c)
  */
 #include "../bench/bench.h"
+#include "args.h"
 
 #include <nanoclock.h>
 #include <nanoclock_info.h>
@@ -48,8 +50,7 @@ static const char *jtri(int v) { return v == 1 ? "true" : v == 0 ? "false" : "nu
 
 static void info_json(const struct nc_info *in, const struct nc_costs *c, const char *arch)
 {
-	printf("{\n  \"version\": \"%d.%d.%d\",\n  \"arch\": ", NC_VERSION_MAJOR, NC_VERSION_MINOR,
-	       NC_VERSION_PATCH);
+	printf("{\n  \"version\": \"%s\",\n  \"arch\": ", nc_version());
 	json_str(arch);
 	printf(",\n  \"init_status\": %d,\n  \"counter\": ", in->init_status);
 	json_str(in->counter);
@@ -80,9 +81,14 @@ static void info_json(const struct nc_info *in, const struct nc_costs *c, const 
 	       (unsigned long long)in->seconds_before_wrap, in->init_ms);
 	printf("  \"cost_ns\": {\"nc_ticks\": %.3f, \"nc_ticks_begin\": %.3f, \"nc_ticks_end\": %.3f, "
 	       "\"nc_now_ns\": %.3f, \"nc_ticks_to_ns\": %.3f, \"clock_gettime\": %.3f, "
-	       "\"clock_gettime_raw\": %.3f, \"rdtsc\": %.3f, \"lfence_rdtsc\": %.3f},\n",
+	       "\"clock_gettime_raw\": %.3f, \"counter_raw\": %.3f, \"counter_ordered\": %.3f},\n",
 	       c->ticks, c->ticks_begin, c->ticks_end, c->now_ns, c->ticks_to_ns, c->cgt_mono,
-	       c->cgt_raw, c->rdtsc, c->lfence_rdtsc);
+	       c->cgt_raw, c->raw, c->ordered);
+	printf("  \"calibration_target_ppm\": %.6g,\n  \"calibration_max_ms\": %.6g,\n"
+	       "  \"calibration_setting_status\": ",
+	       in->calib_target_ppm, in->calib_max_ms);
+	json_str(in->calib_status);
+	printf(",\n");
 	printf("  \"counter_forced\": ");
 	json_str(in->counter_forced);
 	printf(",\n  \"counter_error\": ");
@@ -127,8 +133,7 @@ static void info_json(const struct nc_info *in, const struct nc_costs *c, const 
 
 static void info_text(const struct nc_info *in, const struct nc_costs *c, const char *arch)
 {
-	printf("nanoclock %d.%d.%d on %s\n\n", NC_VERSION_MAJOR, NC_VERSION_MINOR, NC_VERSION_PATCH,
-	       arch);
+	printf("nanoclock %s on %s\n\n", nc_version(), arch);
 	printf("counter        %s%s%s\n", in->counter, in->init_status ? " — nc_init: " : "",
 	       in->init_status ? nc_strerror(in->init_status) : "");
 	printf("policy         %s\n", in->policy);
@@ -167,14 +172,16 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 	       in->resolution_ns);
 	printf("wraps in       %.3g years (%llu s)\n", in->seconds_before_wrap / 31557600.0,
 	       (unsigned long long)in->seconds_before_wrap);
-	printf("init           %.3f ms\n", in->init_ms);
+	printf("init           %.3f ms (calibration goal ±%.3g ppm, at most %.3g ms)%s%s\n", in->init_ms,
+	       in->calib_target_ppm, in->calib_max_ms, in->calib_status[0] ? " — " : "",
+	       in->calib_status);
 	printf("cost (ns/call) nc_ticks %.2f | nc_ticks_begin %.2f | nc_ticks_end %.2f | "
 	       "nc_now_ns %.2f | nc_ticks_to_ns %.2f\n",
 	       c->ticks, c->ticks_begin, c->ticks_end, c->now_ns, c->ticks_to_ns);
 	printf("               clock_gettime MONOTONIC %.2f | MONOTONIC_RAW %.2f", c->cgt_mono,
 	       c->cgt_raw);
-	if (c->rdtsc > 0)
-		printf(" | bare rdtsc %.2f | lfence;rdtsc %.2f", c->rdtsc, c->lfence_rdtsc);
+	if (c->raw > 0)
+		printf(" | bare %s %.2f | %s %.2f", c->raw_name, c->raw, c->ordered_name, c->ordered);
 	printf("\n");
 	const struct nc_kernel_view *k = &in->kernel;
 	printf("kernel         clocksource %s (available: %s)\n", k->clocksource[0] ? k->clocksource : "?",
@@ -265,12 +272,24 @@ static int cmd_check(int argc, char **argv)
 				o.min_enclosed = 0;
 			} else
 				return usage(stderr);
-		} else if (!strcmp(argv[i], "--probes") && i + 1 < argc)
-			o.probes = (unsigned)strtoul(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
-			o.rounds = (unsigned)strtoul(argv[++i], NULL, 10);
-		else
+		} else if ((!strcmp(argv[i], "--probes") || !strcmp(argv[i], "--rounds")) &&
+			   i + 1 < argc) {
+			long v;
+			char why[160];
+			int probes = !strcmp(argv[i], "--probes");
+			if (nc_arg_long(argv[i], argv[i + 1], 1, probes ? 100000000 : 1000, &v, why,
+					sizeof(why))) {
+				fprintf(stderr, "nanoclock check: %s\n", why);
+				return 2;
+			}
+			i++;
+			if (probes)
+				o.probes = (unsigned)v;
+			else
+				o.rounds = (unsigned)v;
+		} else {
 			return usage(stderr);
+		}
 	}
 	struct nc_sync_report r;
 	int rc = nc_sync_check(&o, &r);

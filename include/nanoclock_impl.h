@@ -1,0 +1,393 @@
+/*
+ * nanoclock — the inline fast path, included at the end of nanoclock.h.
+ *
+ * Not API: applications call the functions declared in nanoclock.h and
+ * never name anything here.  It is ABI: the layout of struct nc_impl_state
+ * and the NC_IMPL_KIND_* values are compiled into every program that calls
+ * an inline function, so changing either bumps the soname
+ * (libnanoclock.so.N, see the Makefile); the static assertions below pin
+ * the layout.  Names use the nc_impl_ / NC_IMPL_ prefix (C++, which also
+ * includes this file, reserves every name containing "__"), and the helper
+ * macros are undefined again at the end.
+ *
+ * Shared state: one 64-byte line per timeline, read, never written, by the
+ * fast path.  Each line is a sequence lock (seqlock): the rare writer
+ * (initialisation and the periodic refresh in src/clock.c) makes seq odd,
+ * rewrites the fields and makes seq even again; a reader that sees an odd
+ * or changed seq, or a counter value outside the line's epoch, calls into
+ * the library, which never blocks it for long (see src/clock.c).
+ */
+#ifndef NANOCLOCK_IMPL_H
+#define NANOCLOCK_IMPL_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How the selected counter is read (nc_impl_line.kind). */
+#define NC_IMPL_KIND_NONE 0     /* not initialised yet */
+#define NC_IMPL_KIND_TSC 1      /* x86 RDTSC; ordered reads with LFENCE */
+#define NC_IMPL_KIND_TSCP 2     /* x86 RDTSC, and CPUID advertises RDTSCP */
+#define NC_IMPL_KIND_CNTVCT 3   /* arm64 CNTVCT_EL0, ordered with ISB */
+#define NC_IMPL_KIND_CNTVCTSS 4 /* arm64 CNTVCTSS_EL0 (FEAT_ECV, self-synchronised) */
+#define NC_IMPL_KIND_TIMEBASE 5 /* POWER mftb, ordered with isync */
+#define NC_IMPL_KIND_RDTIME 6   /* RISC-V rdtime, ordered with fence */
+#define NC_IMPL_KIND_CALL 7     /* through a function: OS clock, own counter */
+
+/* One timeline.  For counter values t with t - t0 < len (unsigned), its
+ * value is c0 + floor(t * (mul_int + mul_frac / 2^64)) modulo 2^64: the
+ * absolute form saves the subtraction of t0 on the path from the counter
+ * read to the result.  Any other t (past the end, or behind the start),
+ * an odd or changed seq, or len == 0 (the counter is not read inline)
+ * sends the reader into the library. */
+struct nc_impl_line {
+	uint64_t seq;      /* odd while being rewritten */
+	uint64_t kind;     /* NC_IMPL_KIND_*: how the counter is read */
+	uint64_t t0;       /* first counter value of the epoch */
+	uint64_t len;      /* epoch length in ticks (0: not inline) */
+	uint64_t c0;       /* the value at counter value 0 (mod 2^64) */
+	uint64_t mul_int;  /* ns per tick in this epoch: integer part ... */
+	uint64_t mul_frac; /* ... and fraction, in units of 2^-64 */
+	uint64_t span;     /* the epoch's length for the library (len is 0
+			      when the counter is not read inline) */
+};
+
+struct nc_impl_state {
+	struct nc_impl_line now;  /* nc_now_ns; its kind also serves nc_ticks* */
+	struct nc_impl_line wall; /* nc_unix_ns */
+	/* interval conversion (nc_ticks_to_ns), on a line of its own */
+	uint64_t conv_fast;  /* ns per tick in units of 2^-64 when below 1
+				(counters faster than 1 GHz): one word, read
+				without the seqlock; 0: use the next three */
+	uint64_t conv_seq;
+	uint64_t conv_int, conv_frac; /* ns per tick, 64.64, under conv_seq */
+	uint64_t reserved[4];
+} __attribute__((aligned(64)));
+
+#ifdef __cplusplus
+#define NC_IMPL_STATIC_ASSERT(c, m) static_assert(c, m)
+#else
+#define NC_IMPL_STATIC_ASSERT(c, m) _Static_assert(c, m)
+#endif
+NC_IMPL_STATIC_ASSERT(sizeof(struct nc_impl_line) == 64, "nanoclock ABI: a line is 64 bytes");
+NC_IMPL_STATIC_ASSERT(sizeof(struct nc_impl_state) == 192, "nanoclock ABI: the state is 192 bytes");
+NC_IMPL_STATIC_ASSERT(__builtin_offsetof(struct nc_impl_state, wall) == 64 &&
+			      __builtin_offsetof(struct nc_impl_state, conv_fast) == 128 &&
+			      __builtin_offsetof(struct nc_impl_line, mul_frac) == 48,
+		      "nanoclock ABI: field offsets");
+
+NC_API extern struct nc_impl_state nc_impl_g;
+
+/* Out-of-line paths: first use, a refresh due, a rewrite in progress, a
+ * counter not read inline. */
+NC_API uint64_t nc_impl_ticks_slow(int how); /* 0 unordered, 1 begin, 2 end */
+NC_API uint64_t nc_impl_now_slow(void);
+NC_API uint64_t nc_impl_ticks_to_ns_slow(uint64_t ticks);
+
+#define NC_IMPL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define NC_IMPL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Seqlock reads: relaxed loads of the fields, then an acquire fence before
+ * seq is loaded again; it pairs with the release fence the writer issues
+ * after making seq odd (publish_line in src/clock.c), so a reader that saw
+ * any new field value also sees the odd or new seq.  ThreadSanitizer does
+ * not model fences: under it every load is an acquire instead, which gives
+ * the same guarantee in a form it checks. */
+#if defined(__SANITIZE_THREAD__)
+#define NC_IMPL_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define NC_IMPL_TSAN 1
+#endif
+#endif
+#ifdef NC_IMPL_TSAN
+#define NC_IMPL_LD_ORDER __ATOMIC_ACQUIRE
+#define NC_IMPL_RFENCE() ((void)0)
+#else
+#define NC_IMPL_LD_ORDER __ATOMIC_RELAXED
+#define NC_IMPL_RFENCE() __atomic_thread_fence(__ATOMIC_ACQUIRE)
+#endif
+#define NC_IMPL_LD(lv) __atomic_load_n(&(lv), NC_IMPL_LD_ORDER)
+
+/* ---- 64x64-bit products ---- */
+#if defined(__SIZEOF_INT128__)
+__extension__ typedef unsigned __int128 nc_impl_u128;
+#endif
+
+/* high 64 bits of a*b; the low 64 in *lo */
+static inline uint64_t nc_impl_mulhi(uint64_t a, uint64_t b, uint64_t *lo)
+{
+#if defined(__SIZEOF_INT128__)
+	nc_impl_u128 p = (nc_impl_u128)a * b;
+	*lo = (uint64_t)p;
+	return (uint64_t)(p >> 64);
+#else
+	/* 32-bit targets: four 32x32 partial products */
+	uint64_t al = (uint32_t)a, ah = a >> 32, bl = (uint32_t)b, bh = b >> 32;
+	uint64_t ll = al * bl, lh = al * bh, hl = ah * bl, hh = ah * bh;
+	uint64_t mid = (ll >> 32) + (uint32_t)lh + (uint32_t)hl;
+	*lo = (mid << 32) | (uint32_t)ll;
+	return hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
+#endif
+}
+
+/* round(d * f / 2^64): bit 63 of the low word is the half to round up */
+static inline uint64_t nc_impl_frac_round(uint64_t d, uint64_t f)
+{
+	uint64_t lo, hi = nc_impl_mulhi(d, f, &lo);
+	return hi + (lo >> 63);
+}
+
+/* round(d * (i + f / 2^64)) */
+static inline uint64_t nc_impl_scale(uint64_t d, uint64_t i, uint64_t f)
+{
+	uint64_t r = nc_impl_frac_round(d, f);
+	return NC_IMPL_LIKELY(i == 0) ? r : d * i + r;
+}
+
+/* ---- the counter instructions, per architecture ----
+ * nc_impl_hw(k): the counter of kind k is read inline here.
+ * nc_impl_raw(k): unordered read.  nc_impl_fenced(k): ordered on both
+ * sides.  nc_impl_after(l, &t): t taken after every earlier instruction
+ * (loads included) completed; 0 if the line's counter is not inline. */
+#if defined(__x86_64__) || defined(__i386__)
+static inline int nc_impl_hw(uint64_t k)
+{
+	return k - NC_IMPL_KIND_TSC <= (uint64_t)(NC_IMPL_KIND_TSCP - NC_IMPL_KIND_TSC);
+}
+static inline uint64_t nc_impl_raw(uint64_t k)
+{
+	uint32_t lo, hi;
+	(void)k;
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+static inline uint64_t nc_impl_fenced(uint64_t k)
+{
+	uint32_t lo, hi;
+	(void)k;
+	__asm__ __volatile__("lfence\n\trdtsc\n\tlfence" : "=a"(lo), "=d"(hi) : : "memory");
+	return ((uint64_t)hi << 32) | lo;
+}
+static inline uint64_t nc_impl_fenced_end(uint64_t k)
+{
+	uint32_t lo, hi, aux;
+	if (k != NC_IMPL_KIND_TSCP)
+		return nc_impl_fenced(k);
+	__asm__ __volatile__("rdtscp\n\tlfence" : "=a"(lo), "=d"(hi), "=c"(aux) : : "memory");
+	(void)aux;
+	return ((uint64_t)hi << 32) | lo;
+}
+/* LFENCE first, then the kind, then RDTSC: the check sits after the fence,
+ * so it does not delay it, and RDTSC runs speculatively behind the
+ * predicted branch.  Where the TSC is not used (not selected, or disabled
+ * for the thread with PR_SET_TSC) the branch goes the other way and a
+ * faulting RDTSC on the wrong path is discarded, never delivered. */
+static inline int nc_impl_after(const struct nc_impl_line *l, uint64_t *t)
+{
+	__asm__ __volatile__("lfence" : : : "memory");
+	uint64_t k = NC_IMPL_LD(l->kind);
+	if (NC_IMPL_LIKELY(nc_impl_hw(k))) {
+		*t = nc_impl_raw(k);
+		return 1;
+	}
+	return 0;
+}
+#elif defined(__aarch64__)
+static inline int nc_impl_hw(uint64_t k)
+{
+	return k - NC_IMPL_KIND_CNTVCT <= (uint64_t)(NC_IMPL_KIND_CNTVCTSS - NC_IMPL_KIND_CNTVCT);
+}
+static inline uint64_t nc_impl_raw(uint64_t k)
+{
+	uint64_t v;
+	(void)k;
+	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+}
+/* CNTVCTSS_EL0 is S3_3_C14_C0_6, written by encoding for old assemblers;
+ * it is self-synchronised: no ISB before it. */
+static inline uint64_t nc_impl_fenced(uint64_t k)
+{
+	uint64_t v;
+	if (k == NC_IMPL_KIND_CNTVCTSS)
+		__asm__ __volatile__("mrs %0, S3_3_C14_C0_6\n\tisb" : "=r"(v) : : "memory");
+	else
+		__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0\n\tisb" : "=r"(v) : : "memory");
+	return v;
+}
+static inline uint64_t nc_impl_fenced_end(uint64_t k) { return nc_impl_fenced(k); }
+static inline int nc_impl_after(const struct nc_impl_line *l, uint64_t *t)
+{
+	uint64_t k = NC_IMPL_LD(l->kind), v;
+	if (NC_IMPL_LIKELY(k == NC_IMPL_KIND_CNTVCT)) {
+		__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r"(v) : : "memory");
+	} else if (k == NC_IMPL_KIND_CNTVCTSS) {
+		__asm__ __volatile__("mrs %0, S3_3_C14_C0_6" : "=r"(v) : : "memory");
+	} else {
+		return 0;
+	}
+	*t = v;
+	return 1;
+}
+#elif defined(__powerpc64__)
+static inline int nc_impl_hw(uint64_t k) { return k == NC_IMPL_KIND_TIMEBASE; }
+static inline uint64_t nc_impl_raw(uint64_t k)
+{
+	uint64_t v;
+	(void)k;
+	__asm__ __volatile__("mfspr %0, 268" : "=r"(v));
+	return v;
+}
+static inline uint64_t nc_impl_fenced(uint64_t k)
+{
+	uint64_t v;
+	(void)k;
+	__asm__ __volatile__("isync\n\tmfspr %0, 268\n\tisync" : "=r"(v) : : "memory");
+	return v;
+}
+static inline uint64_t nc_impl_fenced_end(uint64_t k) { return nc_impl_fenced(k); }
+static inline int nc_impl_after(const struct nc_impl_line *l, uint64_t *t)
+{
+	uint64_t v;
+	if (NC_IMPL_UNLIKELY(!nc_impl_hw(NC_IMPL_LD(l->kind))))
+		return 0;
+	__asm__ __volatile__("isync\n\tmfspr %0, 268" : "=r"(v) : : "memory");
+	*t = v;
+	return 1;
+}
+#elif defined(__riscv) && __riscv_xlen == 64
+static inline int nc_impl_hw(uint64_t k) { return k == NC_IMPL_KIND_RDTIME; }
+static inline uint64_t nc_impl_raw(uint64_t k)
+{
+	uint64_t v;
+	(void)k;
+	__asm__ __volatile__("rdtime %0" : "=r"(v));
+	return v;
+}
+static inline uint64_t nc_impl_fenced(uint64_t k)
+{
+	uint64_t v;
+	(void)k;
+	__asm__ __volatile__("fence iorw, iorw\n\trdtime %0\n\tfence iorw, iorw" : "=r"(v) : : "memory");
+	return v;
+}
+static inline uint64_t nc_impl_fenced_end(uint64_t k) { return nc_impl_fenced(k); }
+static inline int nc_impl_after(const struct nc_impl_line *l, uint64_t *t)
+{
+	uint64_t v;
+	if (NC_IMPL_UNLIKELY(!nc_impl_hw(NC_IMPL_LD(l->kind))))
+		return 0;
+	__asm__ __volatile__("fence iorw, iorw\n\trdtime %0" : "=r"(v) : : "memory");
+	*t = v;
+	return 1;
+}
+#else
+/* no inline counter: every read is a call */
+static inline int nc_impl_hw(uint64_t k) { return (void)k, 0; }
+static inline uint64_t nc_impl_raw(uint64_t k) { return (void)k, 0; }
+static inline uint64_t nc_impl_fenced(uint64_t k) { return (void)k, 0; }
+static inline uint64_t nc_impl_fenced_end(uint64_t k) { return (void)k, 0; }
+static inline int nc_impl_after(const struct nc_impl_line *l, uint64_t *t)
+{
+	(void)l;
+	(void)t;
+	return 0;
+}
+#endif
+
+/* The value of line l at counter value t, if t lies in its epoch and the
+ * line was stable while read. */
+static inline int nc_impl_value(const struct nc_impl_line *l, uint64_t t, uint64_t *v)
+{
+	uint64_t s = __atomic_load_n(&l->seq, __ATOMIC_ACQUIRE);
+	uint64_t t0 = NC_IMPL_LD(l->t0), len = NC_IMPL_LD(l->len), c0 = NC_IMPL_LD(l->c0);
+	uint64_t mi = NC_IMPL_LD(l->mul_int), mf = NC_IMPL_LD(l->mul_frac), lo;
+	NC_IMPL_RFENCE(); /* pairs with the writer's release fence after seq turns odd */
+	if (NC_IMPL_UNLIKELY((s & 1) | (s ^ NC_IMPL_LD(l->seq))))
+		return 0;
+	if (NC_IMPL_UNLIKELY(t - t0 >= len))
+		return 0;
+	uint64_t r = c0 + nc_impl_mulhi(t, mf, &lo);
+	(void)lo;
+	if (NC_IMPL_UNLIKELY(mi != 0)) /* counters of 1 GHz and slower */
+		r += t * mi;
+	*v = r;
+	return 1;
+}
+
+/* ---- the inline API (declared in nanoclock.h) ---- */
+
+static inline uint64_t nc_ticks(void)
+{
+	uint64_t k = NC_IMPL_LD(nc_impl_g.now.kind);
+	if (NC_IMPL_LIKELY(nc_impl_hw(k)))
+		return nc_impl_raw(k);
+	return nc_impl_ticks_slow(0);
+}
+
+static inline uint64_t nc_ticks_begin(void)
+{
+	uint64_t k = NC_IMPL_LD(nc_impl_g.now.kind);
+	if (NC_IMPL_LIKELY(nc_impl_hw(k)))
+		return nc_impl_fenced(k);
+	return nc_impl_ticks_slow(1);
+}
+
+/* RDTSCP where CPUID advertises it (it waits for the measured code; the
+ * LFENCE after it holds back later code), else the same as begin. */
+static inline uint64_t nc_ticks_end(void)
+{
+	uint64_t k = NC_IMPL_LD(nc_impl_g.now.kind);
+	if (NC_IMPL_LIKELY(nc_impl_hw(k)))
+		return nc_impl_fenced_end(k);
+	return nc_impl_ticks_slow(2);
+}
+
+static inline uint64_t nc_now_ns(void)
+{
+	uint64_t t, v;
+	if (NC_IMPL_LIKELY(nc_impl_after(&nc_impl_g.now, &t)) &&
+	    NC_IMPL_LIKELY(nc_impl_value(&nc_impl_g.now, t, &v)))
+		return v;
+	return nc_impl_now_slow();
+}
+
+static inline uint64_t nc_conv_ticks_to_ns(const nc_conv_t *c, uint64_t ticks)
+{
+	return nc_impl_scale(ticks, c->ns_int, c->ns_frac);
+}
+
+static inline uint64_t nc_conv_ns_to_ticks(const nc_conv_t *c, uint64_t ns)
+{
+	return nc_impl_scale(ns, c->tk_int, c->tk_frac);
+}
+
+static inline uint64_t nc_ticks_to_ns(uint64_t ticks)
+{
+	/* one word for counters faster than 1 GHz: always consistent */
+	uint64_t f = NC_IMPL_LD(nc_impl_g.conv_fast);
+	if (NC_IMPL_LIKELY(f != 0))
+		return nc_impl_frac_round(ticks, f);
+	uint64_t s = __atomic_load_n(&nc_impl_g.conv_seq, __ATOMIC_ACQUIRE);
+	uint64_t ci = NC_IMPL_LD(nc_impl_g.conv_int), cf = NC_IMPL_LD(nc_impl_g.conv_frac);
+	NC_IMPL_RFENCE(); /* pairs with the writer's release fence (publish_conv) */
+	if (NC_IMPL_UNLIKELY((s & 1) | (s ^ NC_IMPL_LD(nc_impl_g.conv_seq))))
+		return nc_impl_ticks_to_ns_slow(ticks);
+	return nc_impl_scale(ticks, ci, cf);
+}
+
+#undef NC_IMPL_STATIC_ASSERT
+#undef NC_IMPL_TSAN
+#undef NC_IMPL_LD_ORDER
+#undef NC_IMPL_RFENCE
+#undef NC_IMPL_LD
+#undef NC_IMPL_LIKELY
+#undef NC_IMPL_UNLIKELY
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NANOCLOCK_IMPL_H */

@@ -1,0 +1,234 @@
+/*
+ * One-time initialisation, under pthread_once: concurrent first calls all
+ * wait for the one that runs it, then see the finished state.  Phases:
+ *
+ *   1. read_configuration  freeze the registrations, read the environment once
+ *   2. choose_counter      machine facts (CPUID once, /proc, /sys), selection
+ *   3. calibrate_counter   adaptive calibration against CLOCK_MONOTONIC_RAW:
+ *                          stops at the target uncertainty (1 ppm) or its cap
+ *   4. decide_rate         measured rate; cheap stated sources cross-checked;
+ *                          NANOCLOCK_HZ used, or refused when measurement
+ *                          contradicts it
+ *   5. publish             the fast path's lines (timeline.c)
+ *
+ * Slow or unlikely probes stay off this path: the perf_event page (whose
+ * perf_event_open can take 10 ms on an idle VM) is read at most once,
+ * later (nc__probe_deferred_sources), and adopted then if it agrees.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+struct nc__lib nc__S;
+int nc__init_runs;
+
+#define CALIB_MIN_NS 250000 /* never stop the first calibration before this */
+#define HZ_OVERRIDE_TOL_PPM 1000.0 /* NANOCLOCK_HZ further than this from measurement: refused */
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+void nc__lock(void) { pthread_mutex_lock(&mu); }
+void nc__unlock(void) { pthread_mutex_unlock(&mu); }
+int nc__trylock(void) { return pthread_mutex_trylock(&mu) == 0; }
+
+static void set_status(int rc)
+{
+	if (nc__S.init_status == 0)
+		nc__S.init_status = rc;
+}
+
+static void read_configuration(struct nc__registered *reg)
+{
+	struct nc__lib *S = &nc__S;
+	nc__registry_freeze(reg);
+	nc__config_read(&S->cfg, reg->app_ppm, reg->app_ms);
+	if (S->cfg.hz_set && S->cfg.hz == 0) {
+		snprintf(S->env_status, sizeof(S->env_status), "refused: %.150s", S->cfg.hz_why);
+		set_status(NC_EINVAL);
+	}
+	if (S->cfg.calib_why[0])
+		set_status(NC_EINVAL);
+}
+
+static void choose_counter(const struct nc__registered *reg)
+{
+	struct nc__lib *S = &nc__S;
+	nc__machine_read(&S->m);
+	nc__select(&S->m, reg, S->cfg.counter, S->cands, &S->ncand, &S->sel);
+	if (S->sel.status)
+		nc__S.init_status = S->sel.status; /* the forced counter comes first */
+}
+
+static uint64_t calib_read(void *ctx)
+{
+	const struct nc__counter *c = ctx;
+	return c->read_ordered(c->ctx);
+}
+static int64_t calib_ref(void *ctx)
+{
+	(void)ctx;
+	return nc__mono_raw_ns();
+}
+
+/* Calibrates the selected counter, moving to the next best if that fails
+ * (never fail).  Returns 1 if the counter has an exact rate (an OS clock). */
+static int calibrate_counter(void)
+{
+	struct nc__lib *S = &nc__S;
+	int64_t max_ns = (int64_t)(S->cfg.calib_max_ms * 1e6);
+	struct nc__calib_goal g = {CALIB_MIN_NS < max_ns ? CALIB_MIN_NS : max_ns, max_ns,
+				   S->cfg.calib_ppm};
+	for (;;) {
+		S->ctr = S->sel.use;
+		if (S->ctr->fixed_hz > 0)
+			return 1;
+		struct nc__calib_io io = {(void *)S->ctr, calib_read, calib_ref};
+		int rc = nc__calibrate_until(&io, &g, &S->cal);
+		if (rc == 0)
+			return 0;
+		char why[96];
+		snprintf(why, sizeof(why), "calibration failed: %s", nc_strerror(rc));
+		nc__select_next(S->cands, S->ncand, why, &S->sel);
+	}
+}
+
+void nc__measurement(struct nc__meas *m)
+{
+	struct nc__lib *S = &nc__S;
+	m->hz = S->meas_hz;
+	m->ppm = S->meas_ppm;
+	m->step_ppm = S->meas_window_ns > 0 ? (double)S->resolution * 1e9 / S->meas_hz /
+						      S->meas_window_ns * 1e6
+					    : 0;
+}
+
+static void decide_rate(int exact)
+{
+	struct nc__lib *S = &nc__S;
+	if (exact) {
+		nc__use_hz(S->ctr->fixed_hz, 0, "exact");
+		S->fixed = 1;
+		if (S->cfg.hz > 0)
+			snprintf(S->env_status, sizeof(S->env_status),
+				 "ignored: the %s counter has an exact rate", S->ctr->name);
+		return;
+	}
+	S->meas_hz = S->cal.hz;
+	S->meas_ppm = S->cal.ppm;
+	S->meas_worst_ppm = S->cal.worst_ppm;
+	S->meas_window_ns = (double)S->cal.window_ns;
+	nc__use_hz(S->cal.hz, S->cal.ppm, "measured");
+
+	S->nsrc = S->ctr->stated ? S->ctr->stated(&S->m, S->src, NC_MAX_HZ_SOURCES) : 0;
+	struct nc__meas m;
+	nc__measurement(&m);
+	S->adopted = nc__adopt_stated(&m, S->src, S->nsrc);
+	double claim;
+	if (S->adopted >= 0 && nc__src_keep(&S->src[S->adopted], &m, &claim))
+		nc__use_hz(S->src[S->adopted].hz, claim, S->src[S->adopted].name);
+
+	if (S->cfg.hz > 0) {
+		double diff = (S->cfg.hz - S->cal.hz) / S->cal.hz * 1e6;
+		double tol = fmax(HZ_OVERRIDE_TOL_PPM, 2 * S->cal.ppm);
+		if (fabs(diff) > tol && !S->cfg.hz_force) {
+			snprintf(S->env_status, sizeof(S->env_status),
+				 "refused: differs from measurement by %+.1f ppm (tolerance %.0f ppm); "
+				 "NANOCLOCK_HZ_FORCE=1 uses it anyway",
+				 diff, tol);
+			set_status(NC_EOVERRIDE);
+		} else {
+			snprintf(S->env_status, sizeof(S->env_status),
+				 "used%s: differs from measurement by %+.2f ppm",
+				 fabs(diff) > tol ? " (forced by NANOCLOCK_HZ_FORCE)" : "", diff);
+			nc__use_hz(S->cfg.hz, fabs(diff) + S->cal.ppm, "env NANOCLOCK_HZ");
+			S->fixed = 1;
+		}
+	}
+	if (S->sel.ext)
+		nc__ext_set_hz(S->sel.ext, S->hz);
+}
+
+static void write_policy(void)
+{
+	struct nc__lib *S = &nc__S;
+	const struct nc_candidate *c = &S->cands[S->sel.index];
+	int forced = S->sel.forced[0] && strcmp(S->sel.forced, c->name) == 0;
+	int l = snprintf(S->policy, sizeof(S->policy), "%s selected: %s", c->name,
+			 forced ? "forced" : "lowest resolution+cost+penalty among usable candidates");
+	if (strcmp(c->name, "tsc") == 0 && S->m.kv.tsc_unstable == 1 && l > 0)
+		snprintf(S->policy + l, sizeof(S->policy) - (size_t)l,
+			 "; the kernel distrusts the TSC (%s) but its rate is invariant and "
+			 "nanoclock's own checks pass (monotonic, advancing, consistent calibration); "
+			 "cross-CPU agreement is not checked at init",
+			 S->m.kv.tsc_unstable_why);
+}
+
+static void do_init(void)
+{
+	struct nc__lib *S = &nc__S;
+	__atomic_fetch_add(&nc__init_runs, 1, __ATOMIC_RELAXED);
+	int64_t t_start = nc__mono_raw_ns();
+	struct nc__registered reg;
+	read_configuration(&reg);
+	choose_counter(&reg);
+	int exact = calibrate_counter();
+	S->resolution = S->cands[S->sel.index].resolution_ticks;
+	decide_rate(exact);
+	write_policy();
+	uint64_t kind = S->ctr->kind;
+	if (kind == NC_IMPL_KIND_TSC && S->m.cpuid->rdtscp)
+		kind = NC_IMPL_KIND_TSCP;
+	nc__publish_first(kind, nc_impl_hw(kind));
+	S->init_ms = (double)(nc__mono_raw_ns() - t_start) / 1e6;
+}
+
+void nc__ensure_init(void)
+{
+	pthread_once(&once, do_init);
+}
+
+int nc_init(void)
+{
+	nc__ensure_init();
+	return nc__S.init_status;
+}
+
+/* The perf-page source, read at most once and never on the first call:
+ * by nc_get_info and the upkeep thread.  The system call runs outside the
+ * lock; the source is adopted if it agrees with the measurement then and
+ * no other stated source was. */
+void nc__probe_deferred_sources(void)
+{
+	nc__ensure_init();
+	struct nc__lib *S = &nc__S;
+	nc__lock();
+	int want = !S->perf_probed && !S->fixed && nc__hw_counter(&S->m) == S->ctr &&
+		   S->nsrc < NC_MAX_HZ_SOURCES;
+	S->perf_probed = 1;
+	nc__unlock();
+	if (!want)
+		return;
+	struct nc_hz_source src;
+	nc__src_perf_page(&src);
+	nc__lock();
+	struct nc_hz_source *s = &S->src[S->nsrc++];
+	*s = src;
+	double claim;
+	struct nc__meas m;
+	nc__measurement(&m);
+	if (nc__adopt_stated(&m, s, 1) == 0) {
+		if (S->adopted < 0 && !S->fixed && nc__src_keep(s, &m, &claim)) {
+			S->adopted = S->nsrc - 1;
+			nc__use_hz(s->hz, claim, s->name);
+		} else {
+			s->status = NC_SRC_AGREES;
+			snprintf(s->reason, sizeof(s->reason),
+				 "agrees with measurement (read after init; not used)");
+		}
+	}
+	nc__unlock();
+}

@@ -1,0 +1,11 @@
+/* The version of the library actually linked (the header's macros give
+ * the one compiled against). */
+#include "internal.h"
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+const char *nc_version(void)
+{
+	return STR(NC_VERSION_MAJOR) "." STR(NC_VERSION_MINOR) "." STR(NC_VERSION_PATCH);
+}

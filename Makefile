@@ -16,6 +16,8 @@ BINDIR ?= $(PREFIX)/bin
 SANITIZE ?=
 # Prefix for running test programs (e.g. qemu-aarch64 -L /usr/aarch64-linux-gnu)
 RUN ?=
+# A test program that runs longer than this (seconds) has hung: it fails
+TEST_TIMEOUT ?= 900
 
 # The version is written once, in include/nanoclock.h.
 VERSION := $(shell sed -n 's/^\#define NC_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' include/nanoclock.h | paste -sd. -)
@@ -46,13 +48,23 @@ LIBS := -lm
 LIB_SRC := $(wildcard src/*.c) $(wildcard src/counters/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 HEADERS := include/nanoclock.h include/nanoclock_impl.h include/nanoclock_info.h \
-	include/nanoclock_sync.h
+	include/nanoclock_sync.h include/nanoclock.hpp
 
 TOOL_SRC := tools/cli.c tools/args.c bench/bench.c
 TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/%.o)
 
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
+# nanoclock.hpp, tested as C++11 and C++20 with the C++ compiler that goes
+# with CC (g++ for gcc, clang++ for clang, the cross g++ for a cross gcc),
+# and natively with clang++ too where it is installed
+CXX_FOR_CC := $(patsubst %gcc,%g++,$(patsubst %clang,%clang++,$(patsubst cc,g++,$(CC))))
+NC_CXX := $(if $(filter default,$(origin CXX)),$(CXX_FOR_CC),$(CXX))
+HAVE_CXX := $(shell command -v $(firstword $(NC_CXX)) >/dev/null 2>&1 && echo yes)
+HAVE_CLANGXX := $(if $(RUN),,$(shell command -v clang++ >/dev/null 2>&1 && echo yes))
+CPP_TEST_BIN := $(if $(HAVE_CXX),$(B)/tests/cpp11 $(B)/tests/cpp20) \
+	$(if $(HAVE_CLANGXX),$(B)/tests/cpp11-clang $(B)/tests/cpp20-clang)
+CXXWARN := -Wall -Wextra -Wpedantic -Wshadow
 EXAMPLE_SRC := $(wildcard examples/*.c)
 EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%)
 
@@ -103,13 +115,22 @@ $(B)/tests/%: tests/%.c $(STATIC) | deps
 
 -include $(TEST_BIN:=.d) $(EXAMPLE_BIN:=.d)
 
-tests: $(TEST_BIN) $(TOOL) $(EXAMPLE_BIN)
+$(B)/tests/cpp%-clang: tests/test_cpp.cpp $(STATIC) $(HEADERS) include/nanoclock.hpp | deps
+	@mkdir -p $(dir $@)
+	clang++ -std=c++$* -Iinclude $(CXXWARN) $(SANFLAGS) $(CFLAGS) -pthread -o $@ $< $(STATIC) -lcmocka $(LIBS) $(LDFLAGS)
+
+$(B)/tests/cpp%: tests/test_cpp.cpp $(STATIC) $(HEADERS) include/nanoclock.hpp | deps
+	@mkdir -p $(dir $@)
+	$(NC_CXX) -std=c++$* -Iinclude $(CXXWARN) $(SANFLAGS) $(CFLAGS) -pthread -o $@ $< $(STATIC) -lcmocka $(LIBS) $(LDFLAGS)
+
+tests: $(TEST_BIN) $(CPP_TEST_BIN) $(TOOL) $(EXAMPLE_BIN)
 
 check: tests
 	@pass=0; fail=0; \
-	for t in $(TEST_BIN); do \
+	for t in $(TEST_BIN) $(CPP_TEST_BIN); do \
 		echo "== $$t"; \
-		if $(RUN) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); echo "FAILED: $$t"; fi; \
+		if timeout $(TEST_TIMEOUT) $(RUN) $$t; then pass=$$((pass+1)); \
+		else fail=$$((fail+1)); echo "FAILED: $$t"; fi; \
 	done; \
 	echo "== tool smoke test"; \
 	if $(RUN) ./$(TOOL) info --json > $(B)/info.json && grep -q '"candidates"' $(B)/info.json; then \

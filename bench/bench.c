@@ -8,6 +8,11 @@
  *                             N cold processes, each after S seconds of idle:
  *                             nc_init() time, and each one's rate against one
  *                             reference measured by this process over the run
+ *   bench unix [--seconds N] [--step]
+ *                             nc_unix_ns against bracketed CLOCK_REALTIME and
+ *                             nc_now_ns against CLOCK_MONOTONIC_RAW for N s (60);
+ *                             --step (needs CAP_SYS_TIME) steps the system clock
+ *                             by +-10 ms and times how soon nc_unix_ns follows
  *   bench sync [--runs N]     the cross-CPU check, repeated
  * Costs are the best of several rounds: on a noisy machine the minimum is
  * the figure that repeats.
@@ -227,10 +232,12 @@ void nc_measure_costs(struct nc_costs *c, long n, int rounds)
 #endif
 	BEST(c->cgt_mono, n, rounds, cgt(CLOCK_MONOTONIC));
 	BEST(c->cgt_raw, n, rounds, cgt(CLOCK_MONOTONIC_RAW));
+	BEST(c->cgt_real, n, rounds, cgt(CLOCK_REALTIME));
 	BEST(c->ticks, n, rounds, nc_ticks());
 	BEST(c->ticks_begin, n, rounds, nc_ticks_begin());
 	BEST(c->ticks_end, n, rounds, nc_ticks_end());
 	BEST(c->now_ns, n, rounds, nc_now_ns());
+	BEST(c->unix_ns, n, rounds, (uint64_t)nc_unix_ns());
 	measure_conversions(c, n, rounds);
 }
 
@@ -249,10 +256,12 @@ static void print_costs(const struct nc_costs *c)
 		{c->ordered_name ? c->ordered_name : "(no inline counter)", c->ordered, 1},
 		{"clock_gettime MONOTONIC", c->cgt_mono, 1},
 		{"clock_gettime MONO_RAW", c->cgt_raw, 1},
+		{"clock_gettime REALTIME", c->cgt_real, 1},
 		{"nc_ticks", c->ticks, 1},
 		{"nc_ticks_begin", c->ticks_begin, 1},
 		{"nc_ticks_end", c->ticks_end, 1},
 		{"nc_now_ns", c->now_ns, 1},
+		{"nc_unix_ns", c->unix_ns, 1},
 		{"nc_ticks_to_ns", c->ticks_to_ns, 0},
 		{"nc_conv_ticks_to_ns", c->conv_pure, 0},
 		{"WTMLIB-style conversion", c->conv_biased, 0},
@@ -268,9 +277,11 @@ static void print_costs(const struct nc_costs *c)
 		printf("%-30s %9.3f %20s %20s %8s\n", rows[i].name, rows[i].v, r1, r2, r3);
 	}
 	printf("\ntargets: nc_ticks <= 1.05x raw: %.3f | nc_now_ns <= 1.10x ordered: %.3f | "
-	       "nc_ticks_to_ns <= 1.00x WTMLIB-style: %.3f\n",
+	       "nc_ticks_to_ns <= 1.00x WTMLIB-style: %.3f\n"
+	       "         nc_unix_ns <= 1.20x ordered: %.3f, < clock_gettime(REALTIME): %.3f x\n",
 	       c->raw > 0 ? c->ticks / c->raw : NAN, c->ordered > 0 ? c->now_ns / c->ordered : NAN,
-	       c->ticks_to_ns / c->conv_biased);
+	       c->ticks_to_ns / c->conv_biased, c->ordered > 0 ? c->unix_ns / c->ordered : NAN,
+	       c->unix_ns / c->cgt_real);
 }
 
 /* ---- cold processes ---- */
@@ -455,6 +466,102 @@ static void bench_accuracy(const struct pair *p0, double hz0, double ppm0)
 	       hz10, ppm10, (hz10 / ref10 - 1) * 1e6);
 }
 
+/* ---- Unix time against the system clock ---- */
+static int64_t real_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* How long after a step of the system clock nc_unix_ns agrees with it
+ * again (within 10 us): ns, or -1 after 3 s. */
+static double follow_after_step(int64_t step_ns)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	int64_t t = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + step_ns;
+	ts.tv_sec = (time_t)(t / 1000000000);
+	ts.tv_nsec = (long)(t % 1000000000);
+	int64_t r0 = raw_ns();
+	if (clock_settime(CLOCK_REALTIME, &ts) != 0)
+		return -2;
+	while (raw_ns() - r0 < 3000000000) {
+		int64_t a = real_ns(), u = nc_unix_ns(), b = real_ns();
+		if (u >= a - 10000 && u <= b + 10000)
+			return (double)(raw_ns() - r0);
+	}
+	return -1;
+}
+
+static int bench_unix(double seconds, int step)
+{
+	nc_init();
+	int64_t worst_out = 0, n = 0, within2 = 0;
+	double nr_min = 1e30, nr_max = -1e30;
+	int64_t end = raw_ns() + (int64_t)(seconds * 1e9);
+	while (raw_ns() < end) {
+		int64_t best = INT64_MAX, out = 0;
+		for (int i = 0; i < 5; i++) { /* the narrowest of 5 brackets */
+			int64_t a = real_ns(), u = nc_unix_ns(), b = real_ns();
+			if (b - a < best) {
+				best = b - a;
+				out = u < a ? a - u : u > b ? u - b : 0;
+			}
+		}
+		worst_out = out > worst_out ? out : worst_out;
+		within2 += out <= 2000;
+		n++;
+		int64_t best_r = INT64_MAX;
+		double off = 0;
+		for (int i = 0; i < 5; i++) {
+			int64_t a = raw_ns();
+			uint64_t v = nc_now_ns();
+			int64_t b = raw_ns();
+			if (b - a < best_r) {
+				best_r = b - a;
+				off = (double)(int64_t)(v - (uint64_t)a) - (double)(b - a) / 2;
+			}
+		}
+		nr_min = off < nr_min ? off : nr_min;
+		nr_max = off > nr_max ? off : nr_max;
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+	}
+	struct nc_unix_status st;
+	nc_get_unix_status(&st);
+	printf("nanoclock bench unix — %.0f s, a sample every 10 ms (%lld samples), counter %s\n",
+	       seconds, (long long)n, nc_counter_name());
+	printf("nc_unix_ns outside the bracketing CLOCK_REALTIME reads: worst %lld ns; within 2 us in "
+	       "%lld of %lld samples\n",
+	       (long long)worst_out, (long long)within2, (long long)n);
+	printf("nc_now_ns - CLOCK_MONOTONIC_RAW moved by %.0f ns over the run (%.0f .. %.0f ns)\n",
+	       nr_max - nr_min, nr_min, nr_max);
+	printf("ties %u, steps followed %u; system clock %s\n", st.refreshes, st.steps,
+	       st.synchronised == 1 ? "synchronised" : "not synchronised");
+	if (!step)
+		return 0;
+	printf("\nstep of the system clock (+10 ms, then back):\n");
+	for (int up = 0; up < 2; up++) {
+		if (up && nc_upkeep_start() != 0)
+			printf("  upkeep thread could not start\n");
+		struct timespec ts = {0, 300000000};
+		nanosleep(&ts, NULL);
+		double f1 = follow_after_step(10000000);
+		nanosleep(&ts, NULL);
+		double f2 = follow_after_step(-10000000);
+		if (f1 == -2 || f2 == -2) {
+			printf("  cannot set the clock here (needs CAP_SYS_TIME): skipped\n");
+			return 0;
+		}
+		printf("  %-26s followed after %.3f ms (+10 ms) and %.3f ms (-10 ms)\n",
+		       up ? "with the upkeep thread:" : "readers only (1 s ties):", f1 / 1e6, f2 / 1e6);
+		if (up)
+			nc_upkeep_stop();
+	}
+	return 0;
+}
+
 /* ---- cross-CPU check: hand-off limit and repeated runs ---- */
 
 /* Ping-pong of one cache line between two pinned threads.  The minimum
@@ -635,6 +742,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: nanoclock bench [--quick]\n"
 			"       nanoclock bench init [--runs N] [--idle SECONDS]\n"
+			"       nanoclock bench unix [--seconds N] [--step]\n"
 			"       nanoclock bench sync [--runs N]\n");
 	return 2;
 }
@@ -645,19 +753,27 @@ int nc_bench_main(int argc, char **argv)
 	const char *sub = argc >= 3 && argv[2][0] != '-' ? argv[2] : "";
 	int i0 = sub[0] ? 3 : 2;
 	long runs = !strcmp(sub, "init") ? 21 : 100;
-	double idle = 2.0;
-	int quick = 0;
+	double idle = 2.0, seconds = 60;
+	int quick = 0, step = 0;
 	for (int i = i0; i < argc; i++) {
 		const char *o = argv[i];
 		if (!strcmp(o, "--init-once") && !sub[0]) {
 			return init_once();
 		} else if (!strcmp(o, "--quick") && !sub[0]) {
 			quick = 1;
-		} else if (!strcmp(o, "--runs") && sub[0]) {
+		} else if (!strcmp(o, "--runs") && (!strcmp(sub, "init") || !strcmp(sub, "sync"))) {
 			if (i + 1 >= argc || nc_arg_long(o, argv[++i], 1, 100000, &runs, why, sizeof(why))) {
 				fprintf(stderr, "nanoclock bench: %s\n", i < argc ? why : "--runs needs a value");
 				return 2;
 			}
+		} else if (!strcmp(o, "--seconds") && !strcmp(sub, "unix")) {
+			if (i + 1 >= argc ||
+			    nc_arg_double(o, argv[++i], 0.1, 86400, &seconds, why, sizeof(why))) {
+				fprintf(stderr, "nanoclock bench: %s\n", i < argc ? why : "--seconds needs a value");
+				return 2;
+			}
+		} else if (!strcmp(o, "--step") && !strcmp(sub, "unix")) {
+			step = 1;
 		} else if (!strcmp(o, "--idle") && !strcmp(sub, "init")) {
 			if (i + 1 >= argc || nc_arg_double(o, argv[++i], 0, 3600, &idle, why, sizeof(why))) {
 				fprintf(stderr, "nanoclock bench: %s\n", i < argc ? why : "--idle needs a value");
@@ -671,6 +787,8 @@ int nc_bench_main(int argc, char **argv)
 		return bench_sync((int)runs);
 	if (!strcmp(sub, "init"))
 		return bench_init((int)runs, idle);
+	if (!strcmp(sub, "unix"))
+		return bench_unix(seconds, step);
 	if (sub[0])
 		return usage();
 	return bench_default(quick);

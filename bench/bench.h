@@ -8,8 +8,8 @@ struct nc_costs {
 	 * inline counter */
 	const char *raw_name, *ordered_name;
 	double raw, ordered;
-	double cgt_mono, cgt_raw;           /* clock_gettime baselines */
-	double ticks, ticks_begin, ticks_end, now_ns, ticks_to_ns;
+	double cgt_mono, cgt_raw, cgt_real; /* clock_gettime baselines */
+	double ticks, ticks_begin, ticks_end, now_ns, unix_ns, ticks_to_ns;
 	double conv_pure, conv_biased;      /* a pure conversion vs a WTMLIB-style one */
 };
 

@@ -55,6 +55,10 @@ NC_API const char *nc_version(void); /* "0.2.0": the library actually linked */
  *                                that happens-after another never returns less
  * uint64_t nc_ticks_to_ns(uint64_t ticks)  an interval (difference of two reads)
  *                                in ns with the current rate; error < 1 ns
+ * int64_t  nc_unix_ns(void)      ns since 1970-01-01 UTC, as CLOCK_REALTIME says
+ *                                now (see "Wall-clock time" below); ordered the
+ *                                same way, never decreasing between steps of the
+ *                                system clock
  */
 
 /* ---- initialisation and information -------------------------------------- */
@@ -75,6 +79,67 @@ NC_API uint64_t nc_ns_to_ticks(uint64_t ns);
  * NC_ERANGE for target_ppm outside [0.001, 1000] or max_ms outside
  * [0.1, 10000]. */
 NC_API int nc_set_calibration_target(double target_ppm, double max_ms);
+
+/* ---- wall-clock time -------------------------------------------------------
+ * nc_unix_ns() reads the counter and applies a tie to CLOCK_REALTIME that
+ * the library refreshes every second (nc_set_unix_refresh_ms; environment
+ * NANOCLOCK_UNIX_REFRESH_MS), when a reader finds it stale or, if started,
+ * from the upkeep thread.  At each refresh CLOCK_REALTIME is read between
+ * two counter reads: its rate is followed (NTP slewing included), small
+ * differences are slewed in at most 1000 ppm (so nc_unix_ns never
+ * decreases), and a difference larger than a refresh period can slew (a
+ * settimeofday, an NTP step, a resume) is followed as a step, as
+ * CLOCK_REALTIME itself does. */
+
+/* A stamp taken earlier with nc_ticks*() as Unix time, with the current
+ * tie.  An old stamp carries the tie's rate error times its age, and a
+ * step of the system clock since it was taken moves it with the step. */
+NC_API int64_t nc_ticks_to_unix_ns(uint64_t ticks);
+
+/* How far nc_unix_ns() may be from UTC: the kernel's own knowledge of
+ * UTC (adjtimex) plus nanoclock's tie to CLOCK_REALTIME. */
+struct nc_unix_status {
+	int synchronised;         /* 1: the kernel's clock is synchronised (NTP/PTP);
+				     0: it says it is not; -1: cannot tell */
+	int kernel_state;         /* adjtimex(): 0 OK, 1 leap insert pending, 2 leap
+				     delete pending, 3 leap in progress, 4 leap done,
+				     5 error (unsynchronised); -1 unavailable */
+	int leap_pending;         /* +1: a second is inserted at the end of the UTC
+				     day, -1: deleted, 0: none */
+	int tai_offset_s;         /* TAI - UTC in seconds as the kernel knows it (0: unset) */
+	double kernel_max_error_us;  /* the kernel's maximum error (adjtimex maxerror) */
+	double kernel_est_error_us;  /* and its estimate (esterror) */
+	double kernel_freq_ppm;   /* NTP's frequency correction of the system clock */
+	double tie_halfwidth_ns;  /* half the bracket that tied the counter to CLOCK_REALTIME */
+	double tie_age_s;         /* time since that tie */
+	double tie_error_ns;      /* bound on |nc_unix_ns() - CLOCK_REALTIME| now */
+	double utc_error_ns;      /* bound on |nc_unix_ns() - UTC| now: the kernel's
+				     maximum error plus tie_error_ns; < 0: unknown */
+	char why[128];            /* when unknown: why ("the system clock is not
+				     synchronised") */
+	uint32_t steps;           /* system clock steps followed */
+	uint32_t refreshes;       /* ties made */
+};
+/* Fills *st.  0, or NC_EINVAL (st NULL). */
+NC_API int nc_get_unix_status(struct nc_unix_status *st);
+
+/* The tie's refresh period: 1 ms .. 60 s (default 1 s).  0, NC_ERANGE. */
+NC_API int nc_set_unix_refresh_ms(double ms);
+
+/* An optional helper thread that keeps the ties fresh, so that readers
+ * rarely refresh them, and follows a step of the system clock within
+ * microseconds (Linux: a timerfd with TFD_TIMER_CANCEL_ON_SET wakes on any
+ * clock set).  Idempotent; a fork()ed child restarts it at its first
+ * refresh.  nc_upkeep_stop() joins it.  0, or NC_ESYS. */
+NC_API int nc_upkeep_start(void);
+NC_API int nc_upkeep_stop(void);
+
+/* Initialise when the program loads rather than at the first call: write
+ * NC_INIT_AT_LOAD() once, at file scope, in one source file of the
+ * program.  Off unless asked: a library that spends a millisecond in every
+ * process that links it is a bad neighbour. */
+#define NC_INIT_AT_LOAD()                                                                  \
+	__attribute__((constructor)) static void nc_init_at_load_(void) { (void)nc_init(); }
 
 /* ---- conversion parameters you hold ---------------------------------------
  * A duration of d ticks is d * ns_per_tick nanoseconds, with ns_per_tick held

@@ -84,6 +84,7 @@ NC_API extern struct nc_impl_state nc_impl_g;
  * counter not read inline. */
 NC_API uint64_t nc_impl_ticks_slow(int how); /* 0 unordered, 1 begin, 2 end */
 NC_API uint64_t nc_impl_now_slow(void);
+NC_API int64_t nc_impl_unix_slow(void);
 NC_API uint64_t nc_impl_ticks_to_ns_slow(uint64_t ticks);
 
 #define NC_IMPL_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -353,6 +354,15 @@ static inline uint64_t nc_now_ns(void)
 	    NC_IMPL_LIKELY(nc_impl_value(&nc_impl_g.now, t, &v)))
 		return v;
 	return nc_impl_now_slow();
+}
+
+static inline int64_t nc_unix_ns(void)
+{
+	uint64_t t, v;
+	if (NC_IMPL_LIKELY(nc_impl_after(&nc_impl_g.wall, &t)) &&
+	    NC_IMPL_LIKELY(nc_impl_value(&nc_impl_g.wall, t, &v)))
+		return (int64_t)v;
+	return nc_impl_unix_slow();
 }
 
 static inline uint64_t nc_conv_ticks_to_ns(const nc_conv_t *c, uint64_t ticks)

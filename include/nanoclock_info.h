@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "nanoclock.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -58,6 +60,19 @@ struct nc_candidate {
 #define NC_CAND_SELECTED 2
 #define NC_MAX_CANDIDATES 12
 
+/* What the clock saw happen since it started (each refresh compares the
+ * counter with CLOCK_MONOTONIC_RAW and CLOCK_BOOTTIME). */
+struct nc_events {
+	uint32_t suspends;        /* CLOCK_BOOTTIME moved while CLOCK_MONOTONIC_RAW did not */
+	double suspended_s;       /* their total length */
+	uint32_t counter_jumps;   /* the counter moved unlike CLOCK_MONOTONIC_RAW between
+				     two refreshes (a VM paused or migrated, a counter reset):
+				     re-tied, rate re-measured */
+	uint32_t rate_changes;    /* ... and its rate had changed beyond its uncertainty */
+	uint32_t counter_stops;   /* the counter stopped: nc_now_ns follows
+				     CLOCK_MONOTONIC_RAW since (nc_ticks does not) */
+};
+
 struct nc_info {
 	int init_status;          /* what nc_init() returns */
 	const char *counter;
@@ -83,9 +98,14 @@ struct nc_info {
 	int n_candidates;
 	struct nc_candidate candidates[NC_MAX_CANDIDATES];
 	struct nc_kernel_view kernel;
+	struct nc_events events;
+	struct nc_unix_status unix_status; /* as nc_get_unix_status() */
+	double unix_refresh_ms;   /* the tie's refresh period */
+	int upkeep_running;       /* the upkeep thread runs in this process */
 	double calib_target_ppm;  /* the first calibration's goal ... */
 	double calib_max_ms;      /* ... and its cap */
-	char calib_status[128];   /* a refused NANOCLOCK_CALIB_* setting ("" if none) */
+	char calib_status[128];   /* a refused NANOCLOCK_CALIB_* or NANOCLOCK_UNIX_REFRESH_MS
+				     setting ("" if none) */
 };
 
 /* Fill *out (initialising the library first).  Returns nc_init()'s result. */

@@ -7,7 +7,8 @@
  *   NANOCLOCK_HZ           the counter's rate, e.g. 2.1G, 24MHz
  *   NANOCLOCK_HZ_FORCE=1   use NANOCLOCK_HZ even where measurement disagrees
  *   NANOCLOCK_CALIB_PPM    target uncertainty of the first calibration
- *   NANOCLOCK_CALIB_MAX_MS cap on its length */
+ *   NANOCLOCK_CALIB_MAX_MS cap on its length
+ *   NANOCLOCK_UNIX_REFRESH_MS  period of the tie to CLOCK_REALTIME */
 #include "internal.h"
 
 #include <ctype.h>
@@ -133,14 +134,22 @@ void nc__config_read(struct nc__config *c, double app_ppm, double app_ms)
 		if (nc__parse_positive(v, 0.001, 1000, &x, why, sizeof(why)) == 0)
 			c->calib_ppm = x;
 		else
-			snprintf(c->calib_why, sizeof(c->calib_why), "NANOCLOCK_CALIB_PPM refused: %s", why);
+			snprintf(c->calib_why, sizeof(c->calib_why), "NANOCLOCK_CALIB_PPM refused: %.90s", why);
 	}
 	v = getenv("NANOCLOCK_CALIB_MAX_MS");
 	if (v) {
 		if (nc__parse_positive(v, 0.1, 10000, &x, why, sizeof(why)) == 0)
 			c->calib_max_ms = x;
 		else if (!c->calib_why[0])
-			snprintf(c->calib_why, sizeof(c->calib_why), "NANOCLOCK_CALIB_MAX_MS refused: %s",
+			snprintf(c->calib_why, sizeof(c->calib_why), "NANOCLOCK_CALIB_MAX_MS refused: %.90s",
+				 why);
+	}
+	v = getenv("NANOCLOCK_UNIX_REFRESH_MS");
+	if (v) {
+		if (nc__parse_positive(v, 1, 60000, &x, why, sizeof(why)) == 0)
+			c->unix_refresh_ms = x;
+		else
+			snprintf(c->unix_why, sizeof(c->unix_why), "NANOCLOCK_UNIX_REFRESH_MS refused: %.80s",
 				 why);
 	}
 }

@@ -136,3 +136,6 @@ void nc__ext_set_hz(struct nc__ext *e, double hz)
 	e->hz = hz;
 	pthread_mutex_unlock(&mu);
 }
+
+void nc__ext_lock(void) { pthread_mutex_lock(&mu); }
+void nc__ext_unlock(void) { pthread_mutex_unlock(&mu); }

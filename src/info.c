@@ -83,6 +83,7 @@ int nc_get_info(struct nc_info *o)
 	memset(o, 0, sizeof(*o));
 	uint64_t t = nc_ticks(), now = nc_now_ns(); /* before mu: may refresh */
 	nc__lock();
+	nc__observe();
 	o->init_status = nc__S.init_status;
 	o->counter = nc__S.ctr->name;
 	o->hz = nc__S.hz;
@@ -107,9 +108,14 @@ int nc_get_info(struct nc_info *o)
 	o->n_candidates = nc__S.ncand;
 	memcpy(o->candidates, nc__S.cands, sizeof(nc__S.cands));
 	o->kernel = nc__S.m.kv;
+	o->events = nc__S.ev;
+	o->unix_refresh_ms = nc__wall_refresh_ns() / 1e6;
+	o->upkeep_running = nc__upkeep_running();
 	o->calib_target_ppm = nc__S.cfg.calib_ppm;
 	o->calib_max_ms = nc__S.cfg.calib_max_ms;
-	snprintf(o->calib_status, sizeof(o->calib_status), "%s", nc__S.cfg.calib_why);
+	snprintf(o->calib_status, sizeof(o->calib_status), "%s",
+		 nc__S.cfg.calib_why[0] ? nc__S.cfg.calib_why : nc__S.cfg.unix_why);
 	nc__unlock();
+	nc_get_unix_status(&o->unix_status);
 	return o->init_status;
 }

@@ -50,7 +50,7 @@ static void read_configuration(struct nc__registered *reg)
 		snprintf(S->env_status, sizeof(S->env_status), "refused: %.150s", S->cfg.hz_why);
 		set_status(NC_EINVAL);
 	}
-	if (S->cfg.calib_why[0])
+	if (S->cfg.calib_why[0] || S->cfg.unix_why[0])
 		set_status(NC_EINVAL);
 }
 
@@ -167,6 +167,26 @@ static void write_policy(void)
 			 S->m.kv.tsc_unstable_why);
 }
 
+/* fork() while another thread holds a lock would leave the child's copy
+ * locked for ever: hold them across the fork (nc__mu before extend.c's,
+ * the order the slow path takes them in). */
+static void fork_prepare(void)
+{
+	nc__lock();
+	nc__ext_lock();
+}
+static void fork_parent(void)
+{
+	nc__ext_unlock();
+	nc__unlock();
+}
+static void fork_child(void)
+{
+	nc__upkeep_forked();
+	nc__ext_unlock();
+	nc__unlock();
+}
+
 static void do_init(void)
 {
 	struct nc__lib *S = &nc__S;
@@ -182,7 +202,11 @@ static void do_init(void)
 	uint64_t kind = S->ctr->kind;
 	if (kind == NC_IMPL_KIND_TSC && S->m.cpuid->rdtscp)
 		kind = NC_IMPL_KIND_TSCP;
-	nc__publish_first(kind, nc_impl_hw(kind));
+	S->now_kind = kind;
+	S->now_inline = nc_impl_hw(kind);
+	nc__publish_first();
+	nc__wall_first();
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	S->init_ms = (double)(nc__mono_raw_ns() - t_start) / 1e6;
 }
 

@@ -63,6 +63,8 @@ struct nc__config {
 	double calib_ppm;        /* target uncertainty of the first calibration */
 	double calib_max_ms;     /* its cap */
 	char calib_why[128];     /* a refused calibration setting, if any */
+	double unix_refresh_ms;  /* NANOCLOCK_UNIX_REFRESH_MS, 0 if unset */
+	char unix_why[128];      /* ... refused, and why */
 };
 /* Parse a NANOCLOCK_HZ value.  0 and *hz set, or NC_EINVAL/NC_ERANGE with a
  * reason in why[]. */
@@ -270,6 +272,22 @@ NC_HIDDEN void nc__select_next(struct nc_candidate *cands, int n, const char *wh
 NC_HIDDEN int nc__counter_check(const struct nc__counter *c, int n, uint64_t *resolution,
 				double *cost_ns, char *why, size_t whylen);
 
+/* ---- refclock.c: the reference clocks, through one table ---- */
+struct nc__kclock { /* what adjtimex() says */
+	int state;       /* its return value: TIME_OK, TIME_INS, ..., TIME_ERROR */
+	int status;      /* STA_* bits */
+	long maxerror_us, esterror_us, tai_s;
+	double freq_ppm;
+};
+struct nc__refclocks {
+	int64_t (*raw)(void);  /* CLOCK_MONOTONIC_RAW, ns */
+	int64_t (*mono)(void); /* CLOCK_MONOTONIC, ns: NTP's rate, no steps */
+	int64_t (*real)(void); /* CLOCK_REALTIME, ns since 1970 */
+	int64_t (*boot)(void); /* CLOCK_BOOTTIME, ns */
+	int (*kclock)(struct nc__kclock *k); /* 0, or -1 if unavailable */
+};
+NC_HIDDEN extern struct nc__refclocks nc__ref;
+NC_HIDDEN void nc__test_set_refclocks(const struct nc__refclocks *r); /* tests, before init */
 NC_HIDDEN int64_t nc__mono_raw_ns(void);
 NC_HIDDEN int64_t nc__clock_ns(int clock_id); /* -1 on error */
 
@@ -305,7 +323,7 @@ NC_HIDDEN void nc__sync_report(struct nc__sync_acc *a, unsigned min_enclosed, do
 NC_HIDDEN extern int nc__sync_fail_create_at;
 NC_HIDDEN int nc__pin_self(int cpu); /* 0, or an errno */
 
-/* ---- the library's state (init.c, timeline.c, info.c) ---- */
+/* ---- the library's state (init.c, timeline.c, wall.c, info.c) ---- */
 /* The slow-path state: written during init (inside pthread_once) and
  * afterwards under nc__mu. */
 struct nc__lib {
@@ -319,6 +337,14 @@ struct nc__lib {
 	double meas_hz, meas_ppm, meas_worst_ppm, meas_window_ns;
 	uint32_t refreshes;
 	double epoch_ns;      /* length of the current nc_now_ns epoch */
+	double first_epoch_ns;
+	uint64_t now_kind;    /* how nc_now_ns's line reads the counter */
+	int now_inline;       /* ... and whether the fast path may */
+	/* the last refresh's observation (timeline.c observe) */
+	int have_obs, remeasure;
+	uint64_t obs_t;
+	int64_t obs_raw, obs_boot;
+	struct nc_events ev;
 	uint64_t resolution;
 	double init_ms;
 	struct nc__config cfg;
@@ -340,13 +366,65 @@ NC_HIDDEN void nc__lock(void);
 NC_HIDDEN void nc__unlock(void);
 NC_HIDDEN int nc__trylock(void); /* 1 if taken */
 
-/* timeline.c */
+/* timeline.c: epochs and lines, shared by nc_now_ns and nc_unix_ns */
+#define NC_NO_END (UINT64_MAX >> 1) /* an epoch that never ends (exact or forced rate);
+				       half the range, so that "behind" stays visible */
+struct nc__epoch {
+	uint64_t t0, span, c0, mi, mf;
+};
+NC_HIDDEN extern uint64_t nc__lockfree_ticks, nc__behind_ticks;
+NC_HIDDEN uint64_t nc__epoch_value(const struct nc__epoch *e, uint64_t t);
+NC_HIDDEN uint64_t nc__c0_for(uint64_t L, uint64_t V, uint64_t mi, uint64_t mf);
+NC_HIDDEN int nc__slope_from_ns(double ns_per_tick, struct nc__epoch *e);
+/* e's slope raised to the slowest a successor of old may have */
+NC_HIDDEN void nc__clamp_slope(const struct nc__epoch *old, struct nc__epoch *e);
+NC_HIDDEN uint64_t nc__lockfree_ceiling(const struct nc__epoch *e);
+NC_HIDDEN void nc__publish_line(struct nc_impl_line *l, uint64_t kind, const struct nc__epoch *e,
+				int inline_ok);
+NC_HIDDEN void nc__snapshot(const struct nc_impl_line *l, struct nc_impl_line *p);
+NC_HIDDEN void nc__line_epoch(const struct nc_impl_line *p, struct nc__epoch *e);
+NC_HIDDEN uint64_t nc__read_ordered(uint64_t kind); /* the selected counter, out of line */
+struct nc__timeline {
+	struct nc_impl_line *line;
+	/* nc__mu held, the line still p: a read of t at or past its end, or
+	 * far behind its start */
+	void (*refresh)(const struct nc_impl_line *p, uint64_t t);
+};
+NC_HIDDEN uint64_t nc__timeline_read(const struct nc__timeline *tl);
+NC_HIDDEN void nc__now_upkeep(void);
+NC_HIDDEN void nc__observe(void); /* nc__mu held */
+NC_HIDDEN double nc__now_due_ns(void);
 NC_HIDDEN void nc__use_hz(double hz, double ppm, const char *source);
+/* the counter's measured rate where there is one (NANOCLOCK_HZ may impose
+ * another on intervals), else the one in use */
+NC_HIDDEN double nc__true_hz(void);
 /* init.c: the latest measurement as evidence (nc__lock held, or init) */
 NC_HIDDEN void nc__measurement(struct nc__meas *m);
-/* First publication: the counter's kind, nc_now_ns's first epoch from the
- * calibration's anchor (fixed: the exact-rate OS clock form). */
-NC_HIDDEN void nc__publish_first(uint64_t kind, int inline_ok);
+/* First publication: nc_now_ns's first epoch from the calibration's
+ * anchor (fixed: the exact-rate OS clock form), the conversion. */
+NC_HIDDEN void nc__publish_first(void);
+
+/* wall.c: nc_unix_ns's line */
+NC_HIDDEN void nc__wall_first(void);
+NC_HIDDEN void nc__wall_counter_changed(void); /* nc__mu held */
+NC_HIDDEN void nc__wall_clock_was_set(void);   /* the upkeep thread saw a clock set */
+NC_HIDDEN void nc__wall_upkeep(void);
+NC_HIDDEN double nc__wall_due_ns(void);
+NC_HIDDEN double nc__wall_refresh_ns(void);
+NC_HIDDEN void nc__wall_events(uint32_t *steps, uint32_t *refreshes);
+
+/* utc.c: adjtimex's view of UTC and nanoclock's tie combined (pure) */
+NC_HIDDEN void nc__utc_decode(const struct nc__kclock *k, int have_k, double tie_error_ns,
+			      struct nc_unix_status *st);
+
+/* upkeep.c */
+NC_HIDDEN void nc__upkeep_after_fork_check(void); /* nc__mu held */
+NC_HIDDEN void nc__upkeep_forked(void);
+NC_HIDDEN int nc__upkeep_running(void);
+
+/* extend.c: its lock, for fork (taken after nc__mu) */
+NC_HIDDEN void nc__ext_lock(void);
+NC_HIDDEN void nc__ext_unlock(void);
 /* The deferred perf-page source (nc_get_info, the upkeep thread). */
 NC_HIDDEN void nc__probe_deferred_sources(void);
 

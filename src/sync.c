@@ -81,23 +81,19 @@ static void *cop_worker(void *arg)
 	return NULL;
 }
 
-/* One cop round.  Returns 0 and the records in sequence order, or an error
- * with why[] filled. */
-static int cop_round(const int *cpus, int ncpu, unsigned probes, struct shared *sh,
-		     struct nc__sync_rec **out, size_t *nout, char *why, size_t whylen)
+/* Phase 1 of a round: one pinned thread per CPU, each waiting to be
+ * released.  Returns 0, or NC_ESYS with why[] (threads created so far are
+ * counted in *created either way). */
+static int start_workers(const int *cpus, int ncpu, unsigned probes, struct shared *sh,
+			 struct worker *w, int *created, char *why, size_t whylen)
 {
-	struct worker *w = calloc((size_t)ncpu, sizeof(*w));
-	if (!w) {
-		snprintf(why, whylen, "out of memory");
-		return NC_ESYS;
-	}
-	int rc = 0, created = 0;
 	sh->seq = 0;
 	sh->start = 0;
 	sh->abort = 0;
 	sh->ready = 0;
 	sh->running = 0;
-	for (int i = 0; i < ncpu && rc == 0; i++) {
+	*created = 0;
+	for (int i = 0; i < ncpu; i++) {
 		w[i].cpu = cpus[i];
 		w[i].idx = i;
 		w[i].want = probes;
@@ -106,25 +102,31 @@ static int cop_round(const int *cpus, int ncpu, unsigned probes, struct shared *
 		w[i].ticks = malloc(sizeof(uint64_t) * probes);
 		if (!w[i].seqs || !w[i].ticks) {
 			snprintf(why, whylen, "out of memory");
-			rc = NC_ESYS;
-		} else if (i == nc__sync_fail_create_at ||
-			   pthread_create(&w[i].th, NULL, cop_worker, &w[i]) != 0) {
+			return NC_ESYS;
+		}
+		if (i == nc__sync_fail_create_at ||
+		    pthread_create(&w[i].th, NULL, cop_worker, &w[i]) != 0) {
 			snprintf(why, whylen, "could not create the thread for CPU %d", cpus[i]);
-			rc = NC_ESYS;
-		} else {
-			created++;
+			return NC_ESYS;
 		}
+		(*created)++;
 	}
-	if (rc == 0) {
-		/* all pinned and waiting, then all released together */
-		while (__atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE) < created) {
-			if (nc__mono_raw_ns() > sh->deadline_ns) {
-				snprintf(why, whylen, "threads did not start within the time limit");
-				rc = 1; /* timed out: not an error */
-				break;
-			}
-			sched_yield();
+	return 0;
+}
+
+/* Phase 2: wait until all are pinned and waiting (or the time limit: 1,
+ * not an error), release them together (or tell them to abort after an
+ * earlier error), and join every one. */
+static int release_and_join(struct worker *w, int created, int rc, struct shared *sh, char *why,
+			    size_t whylen)
+{
+	while (rc == 0 && __atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE) < created) {
+		if (nc__mono_raw_ns() > sh->deadline_ns) {
+			snprintf(why, whylen, "threads did not start within the time limit");
+			rc = 1;
+			break;
 		}
+		sched_yield();
 	}
 	if (rc != 0)
 		__atomic_store_n(&sh->abort, 1, __ATOMIC_RELEASE);
@@ -134,44 +136,61 @@ static int cop_round(const int *cpus, int ncpu, unsigned probes, struct shared *
 		pthread_join(w[i].th, NULL);
 	for (int i = 0; i < created && rc == 0; i++)
 		if (!w[i].pinned) {
-			snprintf(why, whylen, "could not pin a thread to CPU %d", cpus[i]);
+			snprintf(why, whylen, "could not pin a thread to CPU %d", w[i].cpu);
 			rc = NC_ESYS;
 		}
+	return rc;
+}
 
+/* Phase 3: the readings in the order of their sequence numbers.  Every
+ * successful CAS recorded its number: 0 .. total-1, once each. */
+static int gather(const struct worker *w, int created, struct nc__sync_rec **out, size_t *nout,
+		  char *why, size_t whylen)
+{
 	size_t total = 0;
 	for (int i = 0; i < created; i++)
 		total += w[i].count;
-	struct nc__sync_rec *r = NULL;
-	if (rc == 0) {
-		r = calloc(total ? total : 1, sizeof(*r));
-		if (!r) {
-			snprintf(why, whylen, "out of memory");
-			rc = NC_ESYS;
-		}
+	struct nc__sync_rec *r = calloc(total ? total : 1, sizeof(*r));
+	if (!r) {
+		snprintf(why, whylen, "out of memory");
+		return NC_ESYS;
 	}
-	/* every successful CAS recorded its number: 0 .. total-1, once each */
-	for (int i = 0; i < created && rc == 0; i++)
+	for (int i = 0; i < created; i++)
 		for (unsigned k = 0; k < w[i].count; k++) {
 			if (w[i].seqs[k] >= total) {
 				snprintf(why, whylen, "sequence numbers are not contiguous");
-				rc = NC_ESYS;
-				break;
+				free(r);
+				return NC_ESYS;
 			}
 			r[w[i].seqs[k]].idx = (uint32_t)i;
 			r[w[i].seqs[k]].t = w[i].ticks[k];
 		}
+	*out = r;
+	*nout = total;
+	return 0;
+}
+
+/* One cop round.  Returns 0 and the records in sequence order, 1 on the
+ * time limit, or an error with why[] filled. */
+static int cop_round(const int *cpus, int ncpu, unsigned probes, struct shared *sh,
+		     struct nc__sync_rec **out, size_t *nout, char *why, size_t whylen)
+{
+	struct worker *w = calloc((size_t)ncpu, sizeof(*w));
+	if (!w) {
+		snprintf(why, whylen, "out of memory");
+		return NC_ESYS;
+	}
+	int created;
+	int rc = start_workers(cpus, ncpu, probes, sh, w, &created, why, whylen);
+	rc = release_and_join(w, created, rc, sh, why, whylen);
+	if (rc == 0)
+		rc = gather(w, created, out, nout, why, whylen);
 	for (int i = 0; i < ncpu; i++) {
 		free(w[i].seqs);
 		free(w[i].ticks);
 	}
 	free(w);
-	if (rc != 0) {
-		free(r);
-		return rc;
-	}
-	*out = r;
-	*nout = total;
-	return 0;
+	return rc;
 }
 
 struct hop_arg {

@@ -1,33 +1,49 @@
 /*
  * The timelines the inline fast path reads (nanoclock_impl.h): their
- * publication, their epochs and refreshes, and the out-of-line reads.
+ * publication, their epochs, the out-of-line reads, and nc_now_ns's own
+ * refresh.  Unix time's line is refreshed in wall.c with the same
+ * machinery.
  *
- * Publication is a seqlock per 64-byte line (publish_line).  The writer
- * makes seq odd, issues a release fence, rewrites the fields and stores
- * the new even seq with release; each fence says which fence it pairs with.
+ * Publication is a seqlock per 64-byte line (nc__publish_line).  The
+ * writer makes seq odd, issues a release fence, rewrites the fields and
+ * stores the new even seq with release; each fence says which fence it
+ * pairs with.
  *
- * nc_now_ns epochs.  A line holds one epoch: for counter values t in
- * [t0, t0 + span) the value is c0 + floor(t * m), m = ns per tick as a
- * 64.64 number.  A read at or past the end takes the slow path, whose
- * refresh starts the next epoch at L = t0 + span with the value the old
- * one had at L, exactly as readers computed it: values are continuous at
- * L, every slope is positive, so nc_now_ns never decreases.  The refresh
- * measures the rate over the long baseline since calibration
- * (calibrate.c) and picks the next slope so that the clock meets
- * CLOCK_MONOTONIC_RAW at the end of the next epoch (slewing, at most
+ * Epochs.  A line holds one epoch: for counter values t in [t0, t0 + span)
+ * the value is c0 + floor(t * m), m = ns per tick as a 64.64 number.  A
+ * read at or past the end takes the slow path, whose refresh starts the
+ * next epoch at L = t0 + span with the value the old one had at L, exactly
+ * as readers computed it: values are continuous at L, every slope is
+ * positive, so the line never decreases (wall.c adds steps of the system
+ * clock, which are meant to be steps).
+ *
+ * nc_now_ns's refresh measures the rate over the long baseline since the
+ * last anchor (calibrate.c) and picks the next slope so that the clock
+ * meets CLOCK_MONOTONIC_RAW at the end of the next epoch (slewing, at most
  * 500 ppm; a clock more than 1 ms behind steps forward — never back).
- * Epoch lengths double (4x the first calibration window, up to 16 s), so
- * refreshing costs one bracketed clock_gettime now and then.
+ * Epoch lengths double (4x the first calibration window, up to 1 s), so
+ * refreshing costs one bracketed clock_gettime a second.  Every refresh of
+ * either line (and the upkeep thread, nc_get_info and nc_unix_status)
+ * also compares the counter with CLOCK_MONOTONIC_RAW and CLOCK_BOOTTIME
+ * since the last look (nc__observe): a suspend, a counter that jumped,
+ * changed rate or stopped is counted; on a discontinuity the long
+ * baseline is re-anchored, the rate re-measured and nc_now_ns re-tied at
+ * once.  A counter that ran through a suspend (or a VM pause) carries
+ * nc_now_ns ahead of CLOCK_MONOTONIC_RAW by at most what was left of the
+ * epoch (1 s), which is then slewed out; readers alone cannot see a
+ * counter that stopped (it is their only clock): the upkeep thread, or
+ * the next nc_get_info/nc_unix_status, does.
  *
  * Readers never wait for a refresh.  The first reader past the end takes
  * the refresh (a trylock); the others, meanwhile, return a lower bound of
  * what the next epoch will say: the old value at L plus (t - L) at the
- * slowest slope the refresh may choose (the old one less 1/1024; the
+ * slowest slope the refresh may choose (the old one less 1/256; every
  * refresh clamps to it).  Any value a later epoch gives for a later t is
- * at least that, so order is kept, and the bound is off by at most
- * ~0.1% of the time the refresh takes (nanoseconds).  Only a reader far
- * past the end (more than LOCKFREE_NS: the process slept, the machine was
- * suspended) waits for the refresh, which then re-ties the clock.
+ * at least that, so order is kept, and the bound is off by at most ~0.4%
+ * of the time the refresh takes (nanoseconds).  Only a reader far past the
+ * end (more than LOCKFREE_NS: the process slept, the machine was
+ * suspended) or far behind the start (the counter was reset) waits, for a
+ * re-tie that no lower bound could anticipate.
  */
 #include "internal.h"
 
@@ -40,50 +56,73 @@
 struct nc_impl_state nc_impl_g = {.now = {.seq = 1}, .wall = {.seq = 1}, .conv_seq = 1};
 __thread long nc__slow_calls;
 
-#define MAX_EPOCH_NS 16e9       /* refresh at least every 16 s */
+#define MAX_EPOCH_NS 1e9        /* refresh at least every second: also bounds how far a
+				   counter that ran through a suspend can carry nc_now_ns */
 #define MAX_SLEW 500e-6         /* fraction of the rate */
 #define STEP_FORWARD_NS 1e6     /* further behind than this: step */
 #define LOCKFREE_NS 1e6         /* readers this far past an epoch's end do not wait */
 #define BEHIND_NS 1e6           /* a counter further behind an epoch start was reset */
-#define NO_END (UINT64_MAX >> 1) /* an epoch that never ends (exact or forced rate);
-				    half the range, so that "behind" stays visible */
+#define SUSPEND_NS 1e6          /* BOOTTIME ahead of MONOTONIC_RAW by more: a suspend */
 
 /* Set once by nc__publish_first, read-only afterwards. */
-static uint64_t lockfree_ticks, behind_ticks;
+uint64_t nc__lockfree_ticks, nc__behind_ticks;
 
 /* ---- the line formula, as the fast path computes it ---- */
-struct epoch {
-	uint64_t t0, span, c0, mi, mf;
-};
-
 static uint64_t floor_mul(uint64_t t, uint64_t mi, uint64_t mf)
 {
 	uint64_t lo;
 	return t * mi + nc_impl_mulhi(t, mf, &lo);
 }
 
-static uint64_t epoch_value(const struct epoch *e, uint64_t t)
+uint64_t nc__epoch_value(const struct nc__epoch *e, uint64_t t)
 {
 	return e->c0 + floor_mul(t, e->mi, e->mf);
 }
 
-/* c0 such that the value at counter value L is exactly V */
-static uint64_t c0_for(uint64_t L, uint64_t V, uint64_t mi, uint64_t mf)
+uint64_t nc__c0_for(uint64_t L, uint64_t V, uint64_t mi, uint64_t mf)
 {
 	return V - floor_mul(L, mi, mf);
 }
 
-/* m - m/1024 in 64.64: the slowest slope a refresh may follow m with */
+/* m - m/256 in 64.64: the slowest slope a refresh may follow m with
+ * (3900 ppm slower: room for Unix time to follow NTP's fastest slew and
+ * correct its own error in the same period) */
 static void slope_min(uint64_t mi, uint64_t mf, uint64_t *oi, uint64_t *of)
 {
-	uint64_t di = mi >> 10, df = (mf >> 10) | (mi << 54);
+	uint64_t di = mi >> 8, df = (mf >> 8) | (mi << 56);
 	*oi = mi - di - (mf < df);
 	*of = mf - df;
 }
 
-static int slope_less(uint64_t ai, uint64_t af, uint64_t bi, uint64_t bf)
+void nc__clamp_slope(const struct nc__epoch *old, struct nc__epoch *e)
 {
-	return ai < bi || (ai == bi && af < bf);
+	uint64_t mi, mf;
+	slope_min(old->mi, old->mf, &mi, &mf);
+	if (e->mi < mi || (e->mi == mi && e->mf < mf)) {
+		e->mi = mi;
+		e->mf = mf;
+	}
+}
+
+int nc__slope_from_ns(double ns_per_tick, struct nc__epoch *e)
+{
+	return ns_per_tick > 0 ? nc__ns_per_tick(1e9 / ns_per_tick, &e->mi, &e->mf) : NC_ERANGE;
+}
+
+/* The largest value a lock-free reader may have returned past the end of
+ * epoch e: a floor for a re-tie. */
+uint64_t nc__lockfree_ceiling(const struct nc__epoch *e)
+{
+	uint64_t mi, mf;
+	slope_min(e->mi, e->mf, &mi, &mf);
+	return nc__epoch_value(e, e->t0 + e->span) + floor_mul(nc__lockfree_ticks, mi, mf);
+}
+
+static uint64_t lower_bound(const struct nc__epoch *e, uint64_t t)
+{
+	uint64_t L = e->t0 + e->span, mi, mf;
+	slope_min(e->mi, e->mf, &mi, &mf);
+	return nc__epoch_value(e, L) + floor_mul(t - L, mi, mf);
 }
 
 /* ---- publication ---- */
@@ -93,8 +132,8 @@ static int slope_less(uint64_t ai, uint64_t af, uint64_t bi, uint64_t bf)
 #define ST_ORDER __ATOMIC_RELAXED
 #endif
 
-static void publish_line(struct nc_impl_line *l, uint64_t kind, const struct epoch *e,
-			 int inline_ok)
+void nc__publish_line(struct nc_impl_line *l, uint64_t kind, const struct nc__epoch *e,
+		      int inline_ok)
 {
 	uint64_t s = __atomic_load_n(&l->seq, __ATOMIC_RELAXED);
 	int first = s & 1; /* the initial odd value: no reader has seen the line yet */
@@ -119,8 +158,7 @@ static void publish_line(struct nc_impl_line *l, uint64_t kind, const struct epo
 	__atomic_store_n(&l->seq, first ? 2 : s + 2, __ATOMIC_RELEASE);
 }
 
-/* A consistent copy of a line (the slow path's seqlock read). */
-static void snapshot(const struct nc_impl_line *l, struct nc_impl_line *p)
+void nc__snapshot(const struct nc_impl_line *l, struct nc_impl_line *p)
 {
 	for (unsigned spins = 0;; spins++) {
 		p->seq = __atomic_load_n(&l->seq, __ATOMIC_ACQUIRE);
@@ -131,7 +169,7 @@ static void snapshot(const struct nc_impl_line *l, struct nc_impl_line *p)
 		p->mul_int = __atomic_load_n(&l->mul_int, NC_LD_ORDER);
 		p->mul_frac = __atomic_load_n(&l->mul_frac, NC_LD_ORDER);
 		p->span = __atomic_load_n(&l->span, NC_LD_ORDER);
-		NC_RFENCE(); /* pairs with publish_line's release fence */
+		NC_RFENCE(); /* pairs with nc__publish_line's release fence */
 		if (!(p->seq & 1) && p->seq == __atomic_load_n(&l->seq, NC_LD_ORDER))
 			return;
 		if (spins > 64)
@@ -139,7 +177,7 @@ static void snapshot(const struct nc_impl_line *l, struct nc_impl_line *p)
 	}
 }
 
-static void line_epoch(const struct nc_impl_line *p, struct epoch *e)
+void nc__line_epoch(const struct nc_impl_line *p, struct nc__epoch *e)
 {
 	e->t0 = p->t0;
 	e->span = p->span;
@@ -186,17 +224,19 @@ void nc__use_hz(double hz, double ppm, const char *source)
 }
 
 /* ---- reading the selected counter out of line ---- */
-static uint64_t read_ordered(uint64_t kind)
+uint64_t nc__read_ordered(uint64_t kind)
 {
 	if (nc_impl_hw(kind))
 		return nc_impl_fenced(kind);
-	return nc__S.ctr->read_ordered(nc__S.ctr->ctx);
+	/* the counter changes only when it stopped (fall_back_to_os_clock) */
+	const struct nc__counter *c = __atomic_load_n(&nc__S.ctr, __ATOMIC_ACQUIRE);
+	return c->read_ordered(c->ctx);
 }
 
 static uint64_t calib_read(void *ctx)
 {
-	const struct nc__counter *c = ctx;
-	return c->read_ordered(c->ctx);
+	(void)ctx;
+	return nc__read_ordered(nc__S.now_kind);
 }
 static int64_t calib_ref(void *ctx)
 {
@@ -204,25 +244,75 @@ static int64_t calib_ref(void *ctx)
 	return nc__mono_raw_ns();
 }
 
-/* ---- nc_now_ns: first epoch and refreshes (nc__mu held, or init) ---- */
-static struct {
-	uint64_t kind;
-	int inline_ok;
-} now_line;
-
-static void publish_now(const struct epoch *e)
+double nc__true_hz(void)
 {
-	publish_line(&nc_impl_g.now, now_line.kind, e, now_line.inline_ok);
+	return nc__S.meas_hz > 0 ? nc__S.meas_hz : nc__S.hz;
 }
 
-void nc__publish_first(uint64_t kind, int inline_ok)
+/* ---- the generic slow path ---- */
+uint64_t nc__timeline_read(const struct nc__timeline *tl)
+{
+	for (int round = 0;; round++) {
+		struct nc_impl_line p;
+		struct nc__epoch e;
+		nc__snapshot(tl->line, &p);
+		nc__line_epoch(&p, &e);
+		uint64_t t = nc__read_ordered(p.kind);
+		uint64_t d = t - p.t0;
+		if (d < p.span)
+			return nc__epoch_value(&e, t);
+		if ((int64_t)d < 0 && (uint64_t)(-(int64_t)d) <= nc__behind_ticks)
+			return nc__epoch_value(&e, p.t0); /* another CPU's counter, slightly behind */
+		if ((int64_t)d >= 0 && round >= 3)
+			return lower_bound(&e, t); /* epochs expire as fast as they are made */
+		if ((int64_t)d >= 0 && nc__trylock()) {
+			if (__atomic_load_n(&tl->line->seq, __ATOMIC_ACQUIRE) == p.seq)
+				tl->refresh(&p, t);
+			nc__unlock();
+			continue;
+		}
+		if ((int64_t)d >= 0 && d - p.span <= nc__lockfree_ticks)
+			return lower_bound(&e, t);
+		/* far past the end, or far behind the start (a reset counter):
+		 * wait for the refresh, or do it */
+		nc__lock();
+		if (__atomic_load_n(&tl->line->seq, __ATOMIC_ACQUIRE) == p.seq)
+			tl->refresh(&p, t);
+		nc__unlock();
+	}
+}
+
+/* ---- nc_now_ns ---- */
+static void now_refresh(const struct nc_impl_line *p, uint64_t t);
+static const struct nc__timeline now_tl = {&nc_impl_g.now, now_refresh};
+
+static void publish_now(const struct nc__epoch *e)
+{
+	nc__publish_line(&nc_impl_g.now, nc__S.now_kind, e, nc__S.now_inline);
+}
+
+/* A bracket of CLOCK_MONOTONIC_RAW, and CLOCK_BOOTTIME read just after. */
+static void measure(struct nc__bracket *b, int64_t *boot)
+{
+	struct nc__calib_io io = {NULL, calib_read, calib_ref};
+	nc__take_bracket(&io, 8, b);
+	*boot = nc__ref.boot();
+}
+
+static void remember(const struct nc__bracket *b, int64_t boot)
+{
+	nc__S.obs_t = b->mid;
+	nc__S.obs_raw = b->ref;
+	nc__S.obs_boot = boot;
+	nc__S.have_obs = 1;
+}
+
+void nc__publish_first(void)
 {
 	struct nc__lib *S = &nc__S;
-	now_line.kind = kind;
-	now_line.inline_ok = inline_ok;
-	lockfree_ticks = (uint64_t)(LOCKFREE_NS * S->hz / 1e9);
-	behind_ticks = (uint64_t)(BEHIND_NS * S->hz / 1e9);
-	struct epoch e;
+	nc__lockfree_ticks = (uint64_t)(LOCKFREE_NS * nc__true_hz() / 1e9);
+	nc__behind_ticks = (uint64_t)(BEHIND_NS * nc__true_hz() / 1e9);
+	struct nc__epoch e;
 	e.mi = S->conv.ns_int;
 	e.mf = S->conv.ns_frac;
 	if (S->ctr->fixed_hz > 0) {
@@ -231,33 +321,46 @@ void nc__publish_first(uint64_t kind, int inline_ok)
 		int64_t a = nc__mono_raw_ns();
 		e.t0 = S->ctr->read_ordered(S->ctr->ctx);
 		int64_t b = nc__mono_raw_ns();
-		e.c0 = c0_for(e.t0, (uint64_t)(a + (b - a) / 2), e.mi, e.mf);
-		e.span = NO_END;
+		e.c0 = nc__c0_for(e.t0, (uint64_t)(a + (b - a) / 2), e.mi, e.mf);
+		e.span = NC_NO_END;
 	} else {
 		/* the first epoch starts at the fit's centroid, where counter and
 		 * CLOCK_MONOTONIC_RAW are best known */
-		uint64_t now = read_ordered(kind);
+		uint64_t now = nc__read_ordered(S->now_kind);
 		e.t0 = S->cal.anchor_tick;
-		e.c0 = c0_for(e.t0, (uint64_t)S->cal.anchor_ns, e.mi, e.mf);
-		S->epoch_ns = 4.0 * (double)S->cal.window_ns;
-		e.span = S->fixed ? NO_END : (now - e.t0) + (uint64_t)(S->epoch_ns * S->hz / 1e9);
+		e.c0 = nc__c0_for(e.t0, (uint64_t)S->cal.anchor_ns, e.mi, e.mf);
+		S->first_epoch_ns = S->epoch_ns = 4.0 * (double)S->cal.window_ns;
+		e.span = S->fixed ? NC_NO_END : (now - e.t0) + (uint64_t)(S->epoch_ns * S->hz / 1e9);
+		struct nc__bracket b = {S->cal.anchor_tick, S->cal.anchor_ns, 0};
+		remember(&b, nc__ref.boot() - (nc__mono_raw_ns() - S->cal.anchor_ns));
 	}
 	publish_conv(&S->conv);
 	publish_now(&e);
 }
 
-/* The long-baseline measurement at a refresh: updates the measured rate,
- * keeps a stated rate while measurement confirms it (the same rule that
- * adopted it), and returns the bracket in *b.  0 if it produced one. */
-static int refine_rate(struct nc__bracket *b)
+/* The long-baseline rate from the anchor to bracket b: updates the
+ * measured rate, keeps a stated rate while measurement confirms it (the
+ * rule that adopted it), and after a discontinuity takes the new
+ * baseline's rate as it is, counting a rate change when it moved. */
+static void refine_rate(const struct nc__bracket *b)
 {
 	struct nc__lib *S = &nc__S;
-	struct nc__calib_io io = {(void *)S->ctr, calib_read, calib_ref};
-	nc__take_bracket(&io, 8, b);
 	double hz_l, ppm_l;
 	if (b->width == UINT64_MAX || nc__calib_extend(&S->cal, b, &hz_l, &ppm_l) != 0)
-		return -1;
+		return;
 	S->refreshes++;
+	if (S->remeasure) {
+		S->remeasure = 0;
+		if (fabs(hz_l - S->hz) / S->hz * 1e6 > ppm_l + S->ppm)
+			S->ev.rate_changes++;
+		S->meas_hz = hz_l;
+		S->meas_ppm = ppm_l;
+		S->meas_worst_ppm = ppm_l;
+		S->meas_window_ns = (double)(b->ref - S->cal.anchor_ns);
+		S->adopted = -1; /* a stated rate no longer describes this counter */
+		nc__use_hz(hz_l, ppm_l, "measured");
+		return;
+	}
 	if (ppm_l < S->meas_ppm) {
 		S->meas_hz = hz_l;
 		S->meas_ppm = ppm_l;
@@ -283,141 +386,208 @@ static int refine_rate(struct nc__bracket *b)
 	} else if (S->meas_ppm < S->ppm) {
 		nc__use_hz(S->meas_hz, S->meas_ppm, "measured");
 	}
-	return 0;
 }
 
-/* The next epoch, from the old one p, triggered by a read of t >= L. */
-static void refresh_now(const struct nc_impl_line *p, uint64_t t)
+/* Since the last look: did the machine suspend, did the counter jump,
+ * drift or stop against CLOCK_MONOTONIC_RAW?  Returns 1 on a
+ * discontinuity (the long baseline is then re-anchored at b and
+ * re-measured), 2 if the counter stopped. */
+static int observe(const struct nc__bracket *b, int64_t boot)
 {
 	struct nc__lib *S = &nc__S;
-	struct epoch old, e;
-	line_epoch(p, &old);
-	uint64_t L = old.t0 + old.span;
-	uint64_t cl = epoch_value(&old, L);
-	double rate_ns = 1e9 / S->hz; /* ns per tick in use */
-	double target_l = (double)cl; /* where CLOCK_MONOTONIC_RAW is at L */
-	struct nc__bracket b;
-	int ok = refine_rate(&b) == 0;
-	if (ok) {
-		rate_ns = 1e9 / S->meas_hz;
-		target_l = (double)b.ref - (double)(int64_t)(b.mid - L) * rate_ns;
+	if (!S->have_obs || b->width == UINT64_MAX) {
+		if (b->width != UINT64_MAX)
+			remember(b, boot);
+		return 0;
 	}
-	double next = ok ? fmin(2 * S->epoch_ns, MAX_EPOCH_NS) : S->epoch_ns;
-	S->epoch_ns = next;
+	double draw = (double)(b->ref - S->obs_raw);
+	double dboot = (double)(boot - S->obs_boot);
+	if (dboot - draw > SUSPEND_NS) {
+		S->ev.suspends++;
+		S->ev.suspended_s += (dboot - draw) / 1e9;
+	}
+	int64_t dt = (int64_t)(b->mid - S->obs_t);
+	double dt_ns = (double)dt * 1e9 / S->hz;
+	if (dt == 0 && draw > SUSPEND_NS) {
+		S->ev.counter_stops++;
+		remember(b, boot);
+		return 2;
+	}
+	/* 2 us for the brackets and scheduling, the rate's uncertainty, and
+	 * 100 ppm of slack below which a change is left to the slewing; while
+	 * the rate is being re-measured after a discontinuity, only that */
+	double tol = 2000 + fabs(draw) * (S->ppm + 100) * 1e-6;
+	int jump = !S->remeasure && fabs(dt_ns - draw) > tol && draw >= 0;
+	if (jump) {
+		S->ev.counter_jumps++;
+		S->cal.anchor_tick = b->mid;
+		S->cal.anchor_ns = b->ref;
+		S->remeasure = 1;
+		S->epoch_ns = S->first_epoch_ns; /* learn the rate again quickly */
+	}
+	remember(b, boot);
+	return jump;
+}
 
-	uint64_t mi_min, mf_min;
-	slope_min(old.mi, old.mf, &mi_min, &mf_min);
-	if (t - L > lockfree_ticks) {
-		/* Late (nobody read the clock for a while, or the process or
-		 * machine slept): no reader returned a value past L +
-		 * lockfree, so re-tie at t to CLOCK_MONOTONIC_RAW, never below
-		 * what was handed out. */
-		uint64_t floor_v = cl + floor_mul(lockfree_ticks, mi_min, mf_min);
-		double tgt = target_l + (double)(t - L) * rate_ns;
-		e.t0 = t;
-		e.mi = S->conv.ns_int;
-		e.mf = S->conv.ns_frac;
-		uint64_t v = tgt > (double)floor_v ? (uint64_t)tgt : floor_v;
-		e.c0 = c0_for(t, v, e.mi, e.mf);
-		e.span = (uint64_t)(next * S->hz / 1e9);
-		publish_now(&e);
+/* The counter stopped: nc_now_ns follows CLOCK_MONOTONIC_RAW from here,
+ * through the slow path, continuing from where it was. */
+static void fall_back_to_os_clock(const struct nc__epoch *old, uint64_t t)
+{
+	struct nc__lib *S = &nc__S;
+	uint64_t was = nc__epoch_value(old, t);
+	__atomic_store_n(&S->ctr, &nc__counter_mono_raw, __ATOMIC_RELEASE);
+	S->now_kind = NC_IMPL_KIND_CALL;
+	S->now_inline = 0;
+	S->fixed = 1;
+	S->meas_hz = S->meas_ppm = 0; /* a measurement of the old counter */
+	S->adopted = -1;
+	nc__use_hz(1e9, 0, "exact (the counter stopped)");
+	struct nc__epoch e = {0, NC_NO_END, 0, 1, 0};
+	e.t0 = (uint64_t)nc__mono_raw_ns();
+	e.c0 = nc__c0_for(e.t0, was > e.t0 ? was : e.t0, 1, 0);
+	publish_now(&e);
+	nc__wall_counter_changed();
+}
+
+/* Re-tie at t to CLOCK_MONOTONIC_RAW (bracket b): nobody read the clock
+ * for a while, the process or machine slept, the counter jumped or was
+ * reset.  No reader returned more than the old epoch's lock-free ceiling
+ * (t past its start) or its start value (t behind it), so the clock
+ * continues from there or from the reference, whichever is later: it
+ * never goes back, and it does not count a suspend. */
+static void retie_now(const struct nc__epoch *old, uint64_t t, const struct nc__bracket *b)
+{
+	struct nc__lib *S = &nc__S;
+	int past = (int64_t)(t - old->t0) >= 0;
+	uint64_t floor_v = past ? nc__lockfree_ceiling(old) : nc__epoch_value(old, old->t0);
+	if (past && t - old->t0 < old->span) /* mid-epoch (a look from elsewhere) */
+		floor_v = nc__epoch_value(old, t);
+	uint64_t v = floor_v;
+	if (b->width != UINT64_MAX) {
+		uint64_t tgt = (uint64_t)b->ref - (uint64_t)llround((double)(int64_t)(b->mid - t) * 1e9 / S->hz);
+		if ((int64_t)(tgt - floor_v) > 0)
+			v = tgt;
+	}
+	struct nc__epoch e;
+	e.t0 = t;
+	e.mi = S->conv.ns_int;
+	e.mf = S->conv.ns_frac;
+	e.c0 = nc__c0_for(t, v, e.mi, e.mf);
+	e.span = (uint64_t)(S->epoch_ns * S->hz / 1e9);
+	publish_now(&e);
+}
+
+/* The next epoch, from the old one p, for a read of t at or past its end,
+ * or far behind its start. */
+static void now_refresh(const struct nc_impl_line *p, uint64_t t)
+{
+	struct nc__lib *S = &nc__S;
+	struct nc__epoch old, e;
+	nc__line_epoch(p, &old);
+	uint64_t L = old.t0 + old.span;
+	nc__upkeep_after_fork_check();
+	struct nc__bracket b;
+	int64_t boot;
+	measure(&b, &boot);
+	int jumped = observe(&b, boot);
+	if (jumped == 2 && S->ctr->fixed_hz == 0) {
+		fall_back_to_os_clock(&old, t);
 		return;
 	}
+	if (!jumped)
+		refine_rate(&b);
+	int ok = b.width != UINT64_MAX;
+	double rate_ns = 1e9 / S->hz; /* ns per tick in use */
+	double next = ok && !jumped ? fmin(2 * S->epoch_ns, MAX_EPOCH_NS) : S->epoch_ns;
+	S->epoch_ns = next;
+
+	if ((int64_t)(t - old.t0) < 0 || t - L > nc__lockfree_ticks || jumped) {
+		retie_now(&old, t, &b);
+		return;
+	}
+	uint64_t cl = nc__epoch_value(&old, L);
+	/* CLOCK_MONOTONIC_RAW at L, and how far ahead of it we are: integer
+	 * differences first, absolute ns lose precision in a double */
+	uint64_t target_l = ok ? (uint64_t)b.ref - (uint64_t)llround((double)(int64_t)(b.mid - L) * rate_ns)
+			       : cl;
 	e.t0 = L;
 	e.span = (t - L) + (uint64_t)(next * S->hz / 1e9);
-	double err = (double)cl - target_l; /* > 0: we are ahead */
+	double err = (double)(int64_t)(cl - target_l); /* > 0: we are ahead */
 	uint64_t v = cl;
 	double slope = rate_ns;
 	if (err < -STEP_FORWARD_NS) {
-		v = (uint64_t)target_l; /* far behind: step forward, never back */
+		v = target_l; /* far behind: step forward, never back */
 	} else {
 		/* meet the reference at the end of the epoch */
 		double adj = err / ((double)e.span * rate_ns);
 		adj = fmax(-MAX_SLEW, fmin(MAX_SLEW, adj));
 		slope = rate_ns * (1 - adj);
 	}
-	if (nc__ns_per_tick(1e9 / slope, &e.mi, &e.mf) != 0) {
+	if (nc__slope_from_ns(slope, &e) != 0) {
 		e.mi = S->conv.ns_int;
 		e.mf = S->conv.ns_frac;
 	}
-	/* lock-free readers assumed at least this slope past L */
-	if (slope_less(e.mi, e.mf, mi_min, mf_min)) {
-		e.mi = mi_min;
-		e.mf = mf_min;
-	}
-	e.c0 = c0_for(L, v, e.mi, e.mf);
+	nc__clamp_slope(&old, &e); /* lock-free readers assumed at least this past L */
+	e.c0 = nc__c0_for(L, v, e.mi, e.mf);
 	publish_now(&e);
 }
 
-/* The counter read far behind the epoch's start: it was reset (a resume
- * from suspend restarts some TSCs).  Re-tie at t, never below the epoch's
- * start value. */
-static void retie_behind(const struct nc_impl_line *p, uint64_t t)
+/* A look at the counter against the reference clocks from elsewhere (a
+ * refresh of Unix time, the upkeep thread, nc_get_info): on a
+ * discontinuity nc_now_ns is re-tied at once (nc__mu held). */
+void nc__observe(void)
 {
 	struct nc__lib *S = &nc__S;
-	struct epoch old, e;
-	line_epoch(p, &old);
-	uint64_t v0 = epoch_value(&old, old.t0);
+	nc__upkeep_after_fork_check();
+	if (S->ctr->fixed_hz > 0)
+		return;
+	struct nc_impl_line p;
+	nc__snapshot(&nc_impl_g.now, &p);
 	struct nc__bracket b;
-	struct nc__calib_io io = {(void *)S->ctr, calib_read, calib_ref};
-	nc__take_bracket(&io, 8, &b);
-	double tgt = b.width != UINT64_MAX ? (double)b.ref - (double)(int64_t)(b.mid - t) * 1e9 / S->hz
-					   : 0;
-	e.t0 = t;
-	e.mi = S->conv.ns_int;
-	e.mf = S->conv.ns_frac;
-	e.c0 = c0_for(t, tgt > (double)v0 ? (uint64_t)tgt : v0, e.mi, e.mf);
-	e.span = (uint64_t)(S->epoch_ns * S->hz / 1e9);
-	/* the long baseline's anchor no longer matches the counter */
-	if (b.width != UINT64_MAX) {
-		S->cal.anchor_tick = b.mid;
-		S->cal.anchor_ns = b.ref;
-	}
-	publish_now(&e);
-}
-
-static uint64_t lower_bound(const struct nc_impl_line *p, uint64_t t)
-{
-	struct epoch e;
-	line_epoch(p, &e);
-	uint64_t L = e.t0 + e.span, mi, mf;
-	slope_min(e.mi, e.mf, &mi, &mf);
-	return epoch_value(&e, L) + floor_mul(t - L, mi, mf);
+	int64_t boot;
+	measure(&b, &boot);
+	int r = observe(&b, boot);
+	if (r == 0)
+		return;
+	struct nc__epoch old;
+	nc__line_epoch(&p, &old);
+	uint64_t t = nc__read_ordered(p.kind);
+	if (r == 2)
+		fall_back_to_os_clock(&old, t);
+	else
+		retie_now(&old, t, &b);
 }
 
 uint64_t nc_impl_now_slow(void)
 {
 	nc__ensure_init();
 	nc__slow_calls++;
-	for (;;) {
-		struct nc_impl_line p;
-		struct epoch e;
-		snapshot(&nc_impl_g.now, &p);
-		line_epoch(&p, &e);
-		uint64_t t = read_ordered(p.kind);
-		uint64_t d = t - p.t0;
-		if (d < p.span)
-			return epoch_value(&e, t);
-		if ((int64_t)d < 0 && (uint64_t)(-(int64_t)d) <= behind_ticks)
-			return epoch_value(&e, p.t0); /* another CPU's counter, slightly behind */
-		if ((int64_t)d < 0) {
-			nc__lock();
-			if (__atomic_load_n(&nc_impl_g.now.seq, __ATOMIC_ACQUIRE) == p.seq)
-				retie_behind(&p, t);
-			nc__unlock();
-			continue;
-		}
-		if (nc__trylock()) {
-			if (__atomic_load_n(&nc_impl_g.now.seq, __ATOMIC_ACQUIRE) == p.seq)
-				refresh_now(&p, t);
-			nc__unlock();
-			continue;
-		}
-		if (d - p.span <= lockfree_ticks)
-			return lower_bound(&p, t);
-		nc__lock(); /* far past the end: wait for the re-tie */
+	return nc__timeline_read(&now_tl);
+}
+
+/* The upkeep thread: refresh if due (or nearly), as a reader would. */
+void nc__now_upkeep(void)
+{
+	struct nc_impl_line p;
+	nc__snapshot(&nc_impl_g.now, &p);
+	uint64_t t = nc__read_ordered(p.kind);
+	if (t - p.t0 >= p.span && (int64_t)(t - p.t0) >= 0) {
+		nc__lock();
+		if (__atomic_load_n(&nc_impl_g.now.seq, __ATOMIC_ACQUIRE) == p.seq)
+			now_refresh(&p, t);
 		nc__unlock();
 	}
+}
+
+/* ns until the nc_now_ns epoch ends (0: due) */
+double nc__now_due_ns(void)
+{
+	struct nc_impl_line p;
+	nc__snapshot(&nc_impl_g.now, &p);
+	uint64_t t = nc__read_ordered(p.kind), d = t - p.t0;
+	if (p.span >= NC_NO_END)
+		return 1e12;
+	return d >= p.span ? 0 : (double)(p.span - d) * 1e9 / nc__S.hz;
 }
 
 uint64_t nc_impl_ticks_slow(int how)
@@ -427,7 +597,7 @@ uint64_t nc_impl_ticks_slow(int how)
 	uint64_t k = __atomic_load_n(&nc_impl_g.now.kind, NC_LD_ORDER);
 	if (nc_impl_hw(k))
 		return how == 0 ? nc_impl_raw(k) : how == 1 ? nc_impl_fenced(k) : nc_impl_fenced_end(k);
-	const struct nc__counter *c = nc__S.ctr;
+	const struct nc__counter *c = __atomic_load_n(&nc__S.ctr, __ATOMIC_ACQUIRE);
 	return how ? c->read_ordered(c->ctx) : c->read(c->ctx);
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void test_parse_good(void **state)
@@ -108,6 +109,13 @@ static void child_hz_forced(const char *value)
 		CHECK(strcmp(in.hz_source, "env NANOCLOCK_HZ") == 0);
 		CHECK(fabs(in.hz - strtod(value, NULL) * 1e3) < 1e-6);
 		CHECK(strncmp(in.hz_env_status, "used (forced", 12) == 0);
+	}
+	/* Unix time follows the system clock, not the imposed rate */
+	for (int i = 0; i < 3; i++) {
+		int64_t a = nc__clock_ns(CLOCK_REALTIME), u = nc_unix_ns(), b = nc__clock_ns(CLOCK_REALTIME);
+		CHECK(u > a - 1000000 && u < b + 1000000);
+		struct timespec ts = {0, 300000000};
+		nanosleep(&ts, NULL);
 	}
 }
 

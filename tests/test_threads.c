@@ -9,7 +9,11 @@
 #include "internal.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #define RACERS 16
 
@@ -163,12 +167,130 @@ static void test_readers_during_refresh(void **state)
 	}
 }
 
+/* 16 readers of nc_now_ns and nc_unix_ns while the Unix tie is refreshed
+ * every millisecond by readers and re-tied in a tight loop by a writer
+ * (as on a clock set): each thread sees both clocks in order and on
+ * track.  Under ThreadSanitizer the same run checks the seqlock's atomics. */
+struct reader16 {
+	long backwards_now, backwards_unix, off_track;
+	long reads;
+};
+static volatile int stop_writer;
+
+static void *retie_loop(void *arg)
+{
+	long *n = arg;
+	while (!__atomic_load_n(&stop_writer, __ATOMIC_ACQUIRE)) {
+		nc__wall_clock_was_set();
+		(*n)++;
+	}
+	return NULL;
+}
+
+static int64_t realtime(void) { return nc__clock_ns(CLOCK_REALTIME); }
+
+static void *reader16(void *arg)
+{
+	struct reader16 *r = arg;
+	uint64_t pn = 0;
+	int64_t pu = INT64_MIN;
+	int64_t end = nc__mono_raw_ns() + 300000000;
+	while (nc__mono_raw_ns() < end) {
+		for (int i = 0; i < 200; i++) {
+			uint64_t n = nc_now_ns();
+			int64_t u = nc_unix_ns();
+			r->backwards_now += n < pn;
+			r->backwards_unix += u < pu;
+			pn = n;
+			pu = u;
+			r->reads++;
+		}
+		int64_t a = realtime(), u = nc_unix_ns(), b = realtime();
+		if (u < a - 100000 || u > b + 100000)
+			r->off_track++;
+	}
+	return NULL;
+}
+
+static void test_unix_readers_during_retie(void **state)
+{
+	(void)state;
+	assert_int_equal(nc_set_unix_refresh_ms(1), 0);
+	pthread_t w, th[16];
+	struct reader16 r[16];
+	long reties = 0;
+	memset(r, 0, sizeof(r));
+	stop_writer = 0;
+	assert_int_equal(pthread_create(&w, NULL, retie_loop, &reties), 0);
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, reader16, &r[i]), 0);
+	long total = 0;
+	for (int i = 0; i < 16; i++) {
+		pthread_join(th[i], NULL);
+		total += r[i].reads;
+		if (r[i].backwards_now || r[i].backwards_unix || r[i].off_track)
+			fail_msg("thread %d: nc_now_ns back %ld, nc_unix_ns back %ld, off track %ld", i,
+				 r[i].backwards_now, r[i].backwards_unix, r[i].off_track);
+	}
+	__atomic_store_n(&stop_writer, 1, __ATOMIC_RELEASE);
+	pthread_join(w, NULL);
+	assert_int_equal(nc_set_unix_refresh_ms(1000), 0);
+	printf("  16 readers: %ld reads of each clock, %ld forced re-ties meanwhile\n", total, reties);
+	assert_true(reties > 10);
+}
+
+/* After fork() the child's clocks work (a lock held by another thread at
+ * the fork would otherwise stay held), and an upkeep thread comes back. */
+static void *holder(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 2000; i++)
+		nc__wall_clock_was_set(); /* takes the lock, often */
+	return NULL;
+}
+
+#if defined(__SANITIZE_THREAD__)
+#define UPKEEP_IN_CHILD 0 /* ThreadSanitizer cannot start threads after a multi-threaded fork */
+#else
+#define UPKEEP_IN_CHILD 1
+#endif
+
+static void test_fork(void **state)
+{
+	(void)state;
+	if (UPKEEP_IN_CHILD)
+		assert_int_equal(nc_upkeep_start(), 0);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, holder, NULL), 0);
+	for (int k = 0; k < 5; k++) {
+		fflush(NULL);
+		pid_t pid = fork();
+		if (pid == 0) {
+			uint64_t a = nc_now_ns();
+			int64_t u = nc_unix_ns();
+			nc__wall_clock_was_set(); /* the lock is usable */
+			struct nc_info in;
+			nc_get_info(&in); /* the child's first look restarts the upkeep thread */
+			int ok = nc_now_ns() > a && nc_unix_ns() > u && in.upkeep_running == UPKEEP_IN_CHILD;
+			_exit(ok ? 0 : 1);
+		}
+		int st;
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	pthread_join(th, NULL);
+	assert_int_equal(nc_upkeep_stop(), 0);
+	assert_int_equal(nc_upkeep_stop(), 0); /* idempotent */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_first_call_race),
 		cmocka_unit_test(test_monotonic_across_threads),
 		cmocka_unit_test(test_readers_during_refresh),
+		cmocka_unit_test(test_unix_readers_during_retie),
+		cmocka_unit_test(test_fork),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <time.h>
 
 static void json_str(const char *s)
 {
@@ -47,6 +48,40 @@ static const char *cand_status(int s)
 
 static const char *tri(int v) { return v == 1 ? "yes" : v == 0 ? "no" : "unknown"; }
 static const char *jtri(int v) { return v == 1 ? "true" : v == 0 ? "false" : "null"; }
+
+/* ---- Unix time, as info and now show it ---- */
+static void utc_error_text(const struct nc_unix_status *st, char *buf, size_t len)
+{
+	if (st->utc_error_ns >= 0)
+		snprintf(buf, len, "±%.3f ms from UTC (kernel %.0f us + tie %.0f ns)",
+			 st->utc_error_ns / 1e6, st->kernel_max_error_us, st->tie_error_ns);
+	else
+		snprintf(buf, len, "error from UTC unknown: %s (tie to the system clock ±%.0f ns)",
+			 st->why, st->tie_error_ns);
+}
+
+static void unix_status_json(const struct nc_unix_status *st, const char *p)
+{
+	printf("{\n%s  \"synchronised\": %s,\n%s  \"kernel_state\": %d,\n", p,
+	       jtri(st->synchronised), p, st->kernel_state);
+	printf("%s  \"leap_pending\": %d,\n%s  \"tai_offset_s\": %d,\n", p, st->leap_pending, p,
+	       st->tai_offset_s);
+	printf("%s  \"kernel_max_error_us\": %.0f,\n%s  \"kernel_est_error_us\": %.0f,\n"
+	       "%s  \"kernel_freq_ppm\": %.4f,\n",
+	       p, st->kernel_max_error_us, p, st->kernel_est_error_us, p, st->kernel_freq_ppm);
+	printf("%s  \"tie_halfwidth_ns\": %.1f,\n%s  \"tie_age_s\": %.3f,\n"
+	       "%s  \"tie_error_ns\": %.1f,\n",
+	       p, st->tie_halfwidth_ns, p, st->tie_age_s, p, st->tie_error_ns);
+	if (st->utc_error_ns >= 0)
+		printf("%s  \"utc_error_ns\": %.0f,\n", p, st->utc_error_ns);
+	else
+		printf("%s  \"utc_error_ns\": null,\n", p);
+	printf("%s  \"why\": ", p);
+	json_str(st->why);
+	printf(",\n%s  \"steps\": %u,\n%s  \"refreshes\": %u\n%s}", p, st->steps, p, st->refreshes,
+	       p);
+}
+
 
 static void info_json(const struct nc_info *in, const struct nc_costs *c, const char *arch)
 {
@@ -128,7 +163,14 @@ static void info_json(const struct nc_info *in, const struct nc_costs *c, const 
 	json_str(k->hypervisor);
 	printf("},\n    \"cpuinfo_tsc_flags\": ");
 	json_str(k->cpuinfo_tsc_flags);
-	printf("\n  }");
+	printf("\n  },\n  \"unix\": ");
+	unix_status_json(&in->unix_status, "  ");
+	printf(",\n  \"unix_refresh_ms\": %.3f,\n  \"upkeep_running\": %s,\n", in->unix_refresh_ms,
+	       in->upkeep_running ? "true" : "false");
+	const struct nc_events *ev = &in->events;
+	printf("  \"events\": {\"suspends\": %u, \"suspended_s\": %.3f, \"counter_jumps\": %u, "
+	       "\"rate_changes\": %u, \"counter_stops\": %u}",
+	       ev->suspends, ev->suspended_s, ev->counter_jumps, ev->rate_changes, ev->counter_stops);
 }
 
 static void info_text(const struct nc_info *in, const struct nc_costs *c, const char *arch)
@@ -194,15 +236,88 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 		       tri(k->cpuid_tsc), tri(k->cpuid_rdtscp), tri(k->cpuid_invariant_tsc),
 		       tri(k->cpuid_hypervisor), k->hypervisor[0] ? " " : "", k->hypervisor);
 	printf("cpuinfo flags  %s\n", k->cpuinfo_tsc_flags[0] ? k->cpuinfo_tsc_flags : "(none)");
+	const struct nc_unix_status *st = &in->unix_status;
+	char err[256];
+	utc_error_text(st, err, sizeof(err));
+	printf("unix time      %s\n", err);
+	printf("               tie to CLOCK_REALTIME ±%.0f ns, %.3f s old, every %.0f ms%s; %u steps "
+	       "followed, %u ties\n",
+	       st->tie_halfwidth_ns, st->tie_age_s, in->unix_refresh_ms,
+	       in->upkeep_running ? " (upkeep thread)" : " (by readers)", st->steps, st->refreshes);
+	if (st->synchronised >= 0)
+		printf("               kernel: %s, max error %.0f us, est. %.0f us, TAI-UTC %d s%s, "
+		       "freq %+.3f ppm\n",
+		       st->synchronised ? "synchronised" : "NOT synchronised", st->kernel_max_error_us,
+		       st->kernel_est_error_us, st->tai_offset_s,
+		       st->leap_pending > 0 ? ", leap second to insert"
+		       : st->leap_pending < 0 ? ", leap second to delete" : "",
+		       st->kernel_freq_ppm);
+	const struct nc_events *ev = &in->events;
+	printf("events         %u suspends (%.3f s), %u counter jumps, %u rate changes, %u counter "
+	       "stops\n",
+	       ev->suspends, ev->suspended_s, ev->counter_jumps, ev->rate_changes, ev->counter_stops);
 }
 
 static int usage(FILE *f)
 {
 	fprintf(f, "usage: nanoclock info [--json]\n"
+		   "       nanoclock now [--unix | --iso | --json]\n"
 		   "       nanoclock check [--method cop|switch] [--probes N] [--rounds N] [--json]\n"
 		   "       nanoclock bench [--quick]\n"
+		   "       nanoclock bench init [--runs N] [--idle SECONDS]\n"
+		   "       nanoclock bench unix [--seconds N] [--step]\n"
 		   "       nanoclock bench sync [--runs N]\n");
 	return f == stderr ? 2 : 0;
+}
+
+static int cmd_now(int argc, char **argv)
+{
+	int mode = 0; /* 0 text, 1 unix, 2 iso, 3 json */
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--unix"))
+			mode = 1;
+		else if (!strcmp(argv[i], "--iso"))
+			mode = 2;
+		else if (!strcmp(argv[i], "--json"))
+			mode = 3;
+		else
+			return usage(stderr);
+	}
+	int rc = nc_init();
+	int64_t u = nc_unix_ns();
+	uint64_t mono = nc_now_ns();
+	struct nc_unix_status st;
+	nc_get_unix_status(&st);
+	time_t secs = (time_t)(u / 1000000000);
+	long ns = (long)(u % 1000000000);
+	if (ns < 0) {
+		ns += 1000000000;
+		secs--;
+	}
+	struct tm tm;
+	char iso[64] = "?";
+	if (gmtime_r(&secs, &tm)) {
+		size_t l = strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%S", &tm);
+		snprintf(iso + l, sizeof(iso) - l, ".%09ldZ", ns);
+	}
+	char err[256];
+	utc_error_text(&st, err, sizeof(err));
+	if (mode == 1) {
+		printf("%lld.%09ld\n", (long long)secs, ns);
+	} else if (mode == 2) {
+		printf("%s\n", iso);
+	} else if (mode == 3) {
+		printf("{\n  \"unix_ns\": %lld,\n  \"iso\": \"%s\",\n  \"monotonic_ns\": %llu,\n"
+		       "  \"counter\": ",
+		       (long long)u, iso, (unsigned long long)mono);
+		json_str(nc_counter_name());
+		printf(",\n  \"init_status\": %d,\n  \"status\": ", rc);
+		unix_status_json(&st, "  ");
+		printf("\n}\n");
+	} else {
+		printf("%s  (%lld.%09ld)\n%s\n", iso, (long long)secs, ns, err);
+	}
+	return 0;
 }
 
 static void sync_json(const struct nc_sync_report *r, int indent)
@@ -326,6 +441,8 @@ int main(int argc, char **argv)
 		return nc_bench_main(argc, argv);
 	if (!strcmp(argv[1], "check"))
 		return cmd_check(argc, argv);
+	if (!strcmp(argv[1], "now"))
+		return cmd_now(argc, argv);
 	if (strcmp(argv[1], "info") != 0)
 		return usage(stderr);
 	int json = 0;

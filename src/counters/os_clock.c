@@ -12,21 +12,14 @@
 #define CLOCK_MONOTONIC_RAW CLOCK_MONOTONIC
 #endif
 
-int64_t nc__clock_ns(int id)
-{
-	struct timespec ts;
-	if (clock_gettime((clockid_t)id, &ts) != 0)
-		return -1;
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 #define clock_ns(id) nc__clock_ns((int)(id))
 
-int64_t nc__mono_raw_ns(void) { return clock_ns(CLOCK_MONOTONIC_RAW); }
-
+/* through the reference table: the clock calibration and the timelines
+ * measure against is the one this counter reads */
 static uint64_t raw_read(void *ctx)
 {
 	(void)ctx;
-	return (uint64_t)clock_ns(CLOCK_MONOTONIC_RAW);
+	return (uint64_t)nc__mono_raw_ns();
 }
 static uint64_t mono_read(void *ctx)
 {

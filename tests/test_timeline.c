@@ -1,0 +1,307 @@
+/* nc_now_ns and nc_unix_ns through the real timeline code, in a simulated
+ * world (world.h) where the system clock steps and slews, the counter
+ * migrates, stops, or runs through a suspend.  Each is followed within its
+ * stated bound, nc_now_ns never goes back, and nc_unix_ns goes back only
+ * when the system clock was stepped back.  One process per case: the
+ * library initialises once a process. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "internal.h"
+#include "child.h"
+#include "world.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Reads both clocks as time passes in steps of dt_ns until T has advanced
+ * by total_ns; checks order each time; returns the largest |nc_now_ns -
+ * RAW| and |nc_unix_ns - REALTIME| seen after `settle_ns`. */
+struct run {
+	uint64_t last_now;
+	int64_t last_unix;
+	double now_err, unix_err; /* largest after settling */
+	int unix_backs;           /* times nc_unix_ns went back */
+};
+static struct run R;
+
+static void begin(void)
+{
+	world_install();
+	CHECK(nc_init() == 0);
+	CHECK(strcmp(nc_counter_name(), "world") == 0);
+	R.last_now = nc_now_ns();
+	R.last_unix = nc_unix_ns();
+}
+
+/* An application that asks nc_unix_status every look_ns (0: never): the
+ * only way a stopped counter is noticed without the upkeep thread. */
+static double look_ns;
+
+static void live(double total_ns, double dt_ns, double settle_ns)
+{
+	long double end = w.T + total_ns, settle = w.T + settle_ns, next_look = w.T + look_ns;
+	R.now_err = R.unix_err = 0;
+	while (w.T < end) {
+		w.T += dt_ns;
+		if (look_ns > 0 && w.T >= next_look) {
+			struct nc_unix_status st;
+			nc_get_unix_status(&st);
+			next_look = w.T + look_ns;
+		}
+		uint64_t n = nc_now_ns();
+		int64_t raw = world_raw_now();
+		int64_t u = nc_unix_ns();
+		int64_t real = (int64_t)world_real();
+		if (n < R.last_now) {
+			fprintf(stderr, "nc_now_ns went back by %llu ns\n",
+				(unsigned long long)(R.last_now - n));
+			_exit(1);
+		}
+		if (u < R.last_unix)
+			R.unix_backs++;
+		R.last_now = n;
+		R.last_unix = u;
+		if (w.T >= settle) {
+			double en = fabs((double)(int64_t)(n - (uint64_t)raw));
+			double eu = fabs((double)(u - real));
+			if (en > R.now_err)
+				R.now_err = en;
+			if (eu > R.unix_err)
+				R.unix_err = eu;
+		}
+	}
+}
+
+static void child_undisturbed(const char *arg)
+{
+	(void)arg;
+	begin();
+	live(60e9, 10e6, 2e9);
+	struct nc_info in;
+	nc_get_info(&in);
+	fprintf(stderr, "  undisturbed 60 s: |now-raw| <= %.0f ns, |unix-real| <= %.0f ns\n",
+		R.now_err, R.unix_err);
+	CHECK(R.unix_backs == 0);
+	CHECK(R.now_err < 1000);
+	CHECK(R.unix_err < 2000);
+	CHECK(in.unix_status.steps == 0);
+	CHECK(in.events.suspends == 0 && in.events.counter_jumps == 0);
+	/* the kernel's view: synchronised, 2 ms max error: a bound of 2 ms + tie */
+	CHECK(in.unix_status.synchronised == 1);
+	CHECK(in.unix_status.utc_error_ns >= 2e6 && in.unix_status.utc_error_ns < 2.1e6);
+}
+
+static void child_steps(const char *arg)
+{
+	(void)arg;
+	begin();
+	live(5e9, 10e6, 1e9);
+	/* forward 5 s: followed within a refresh period (1 s), as a step */
+	world_real_step(5e9L);
+	live(1.1e9, 10e6, 1.05e9);
+	CHECK(R.unix_err < 2000);
+	CHECK(R.unix_backs == 0);
+	/* back 3 s: followed, and that is the only time it goes back */
+	world_real_step(-3e9L);
+	live(3e9, 10e6, 1.05e9);
+	CHECK(R.unix_err < 2000);
+	CHECK(R.unix_backs == 1);
+	CHECK(R.now_err < 1000); /* nc_now_ns never noticed */
+	struct nc_unix_status st;
+	nc_get_unix_status(&st);
+	CHECK(st.steps == 2);
+	/* a small set (20 us) is slewed in, not stepped: no reader sees it go back */
+	world_real_step(-20e3L);
+	live(3e9, 10e6, 2.1e9);
+	CHECK(R.unix_backs == 1);
+	CHECK(R.unix_err < 2000);
+	nc_get_unix_status(&st);
+	CHECK(st.steps == 2);
+}
+
+static void child_slew(const char *arg)
+{
+	double ppm = atof(arg);
+	begin();
+	live(3e9, 10e6, 1e9);
+	world_real_rate(1 + ppm * 1e-6);
+	/* at the change the error grows for up to a period (500 us at most),
+	 * then the rate is followed */
+	live(2.5e9, 10e6, 0);
+	double first = R.unix_err;
+	live(30e9, 10e6, 0);
+	fprintf(stderr, "  slew %+.0f ppm: |unix-real| <= %.0f ns at the change, then <= %.0f ns\n",
+		ppm, first, R.unix_err);
+	CHECK(first <= fabs(ppm) * 1e3 * 1.1 + 2000);
+	CHECK(R.unix_err < 2000);
+	CHECK(R.unix_backs == 0);
+	CHECK(R.now_err < 1000); /* MONOTONIC_RAW is not slewed */
+	struct nc_unix_status st;
+	nc_get_unix_status(&st);
+	CHECK(st.steps == 0);
+}
+
+static void child_migration(const char *arg)
+{
+	(void)arg;
+	begin();
+	live(5e9, 10e6, 1e9);
+	double hz0 = nc_ticks_per_second();
+	world_ctr_rate(3.0 * 1.02); /* to a host whose counter runs 2% faster */
+	live(30e9, 10e6, 2.1e9);
+	struct nc_info in;
+	nc_get_info(&in);
+	double hz1 = nc_ticks_per_second();
+	fprintf(stderr, "  migration +2%%: rate %.6g -> %.6g Hz (%u jumps, %u rate changes); "
+		"|now-raw| <= %.0f ns\n",
+		hz0, hz1, in.events.counter_jumps, in.events.rate_changes, R.now_err);
+	CHECK(in.events.counter_jumps >= 1 && in.events.rate_changes >= 1);
+	CHECK(fabs(hz1 / 3.06e9 - 1) * 1e6 <= nc_ticks_per_second_uncertainty_ppm() + 1);
+	/* intervals measured after the change are right */
+	uint64_t t0 = nc_ticks_begin();
+	long double T0 = w.T;
+	w.T += 1e9;
+	uint64_t t1 = nc_ticks_end();
+	double el = (double)nc_ticks_to_ns(t1 - t0), truth = (double)(w.T - T0);
+	CHECK(fabs(el - truth) < 1e3);
+	/* until it was seen (at the next tie, within 1 s) the counter ran 2%
+	 * fast under nc_now_ns, which never goes back: it is at most 20 ms
+	 * ahead, and slews that out at 500 ppm */
+	CHECK(R.now_err < 20e6);
+	CHECK(R.unix_err < 5000); /* Unix time steps back to the system clock */
+}
+
+static void child_suspend(const char *arg)
+{
+	int counter_runs = atoi(arg);
+	begin();
+	live(5e9, 10e6, 1e9);
+	uint64_t before = nc_now_ns();
+	world_suspend(10e9L, counter_runs);
+	live(3e9, 10e6, 1.05e9);
+	struct nc_info in;
+	nc_get_info(&in);
+	fprintf(stderr, "  suspend 10 s (counter %s): %u suspends, %.3f s; nc_now_ns moved %.3f s; "
+		"|now-raw| <= %.0f ns, |unix-real| <= %.0f ns\n",
+		counter_runs ? "running" : "stopped", in.events.suspends, in.events.suspended_s,
+		(double)(R.last_now - before) / 1e9, R.now_err, R.unix_err);
+	CHECK(in.events.suspends == 1);
+	CHECK(fabs(in.events.suspended_s - 10) < 0.01);
+	/* like CLOCK_MONOTONIC_RAW, nc_now_ns does not count the suspend; a
+	 * counter that ran through it carries nc_now_ns at most to the end of
+	 * its epoch (1 s) before it is seen */
+	CHECK(R.last_now - before < (counter_runs ? 4.01e9 : 3.01e9));
+	CHECK(R.now_err < (counter_runs ? 1e9 : 1000));
+	CHECK(in.events.counter_jumps == (counter_runs ? 1u : 0u));
+	/* Unix time counts it (the system clock does): as one step, or, when
+	 * the counter ran through it, without one */
+	CHECK(R.unix_err < 5000 && R.unix_backs == 0);
+	CHECK(in.unix_status.steps == (counter_runs ? 0u : 1u));
+}
+
+static void child_counter_stops(const char *arg)
+{
+	(void)arg;
+	begin();
+	look_ns = 1e9;
+	live(5e9, 10e6, 1e9);
+	world_ctr_rate(0);
+	live(30e9, 10e6, 5e9);
+	struct nc_info in;
+	nc_get_info(&in);
+	fprintf(stderr, "  counter stops: %u stops; now on %s; |now-raw| <= %.0f ns\n",
+		in.events.counter_stops, in.counter, R.now_err);
+	CHECK(in.events.counter_stops == 1);
+	CHECK(strcmp(in.counter, "clock_monotonic_raw") == 0);
+	CHECK(R.now_err < 1000);
+	CHECK(R.unix_err < 5000);
+}
+
+static void child_unsynchronised(const char *arg)
+{
+	(void)arg;
+	begin();
+	w.k.status = STA_UNSYNC;
+	w.k.state = TIME_ERROR;
+	w.k.maxerror_us = 16000000;
+	struct nc_unix_status st;
+	nc_get_unix_status(&st);
+	CHECK(st.synchronised == 0 && st.utc_error_ns < 0);
+	CHECK(strstr(st.why, "not synchronised"));
+	CHECK(st.tie_error_ns > 0 && st.tie_error_ns < 1000);
+	w.have_k = 0;
+	nc_get_unix_status(&st);
+	CHECK(st.synchronised == -1 && st.utc_error_ns < 0);
+}
+
+static const struct child_case cases[] = {
+	{"undisturbed", child_undisturbed, NULL, "world", NULL},
+	{"steps", child_steps, NULL, "world", NULL},
+	{"slew_plus_500", child_slew, "500", "world", NULL},
+	{"slew_minus_500", child_slew, "-500", "world", NULL},
+	{"migration", child_migration, NULL, "world", NULL},
+	{"suspend_counter_stopped", child_suspend, "0", "world", NULL},
+	{"suspend_counter_running", child_suspend, "1", "world", NULL},
+	{"counter_stops", child_counter_stops, NULL, "world", NULL},
+	{"unsynchronised", child_unsynchronised, NULL, "world", NULL},
+};
+#define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
+
+static void run_child_case(void **state)
+{
+	const struct child_case *c = *state;
+	RUN_CASE(c);
+}
+
+/* The UTC status from recorded adjtimex results. */
+static void test_utc_decode(void **state)
+{
+	(void)state;
+	struct nc_unix_status st;
+	struct nc__kclock synced = {TIME_OK, STA_PLL, 1500, 40, 37, 12.5};
+	memset(&st, 0, sizeof(st));
+	nc__utc_decode(&synced, 1, 30, &st);
+	assert_int_equal(st.synchronised, 1);
+	assert_true(st.utc_error_ns == 1500e3 + 30);
+	assert_int_equal(st.tai_offset_s, 37);
+	assert_int_equal(st.leap_pending, 0);
+	assert_true(st.kernel_freq_ppm == 12.5);
+	struct nc__kclock leap = {TIME_INS, STA_PLL | STA_INS, 800, 20, 37, 0};
+	nc__utc_decode(&leap, 1, 30, &st);
+	assert_int_equal(st.leap_pending, 1);
+	assert_int_equal(st.kernel_state, TIME_INS);
+	assert_int_equal(st.synchronised, 1);
+	struct nc__kclock del = {TIME_DEL, STA_DEL, 800, 20, 37, 0};
+	nc__utc_decode(&del, 1, 30, &st);
+	assert_int_equal(st.leap_pending, -1);
+	struct nc__kclock unsync = {TIME_ERROR, STA_UNSYNC, 16000000, 16000000, 0, 0};
+	nc__utc_decode(&unsync, 1, 30, &st);
+	assert_int_equal(st.synchronised, 0);
+	assert_true(st.utc_error_ns < 0);
+	assert_non_null(strstr(st.why, "STA_UNSYNC"));
+	struct nc__kclock saturated = {TIME_OK, 0, 16000000, 0, 0, 0};
+	nc__utc_decode(&saturated, 1, 30, &st);
+	assert_int_equal(st.synchronised, 0);
+	nc__utc_decode(&synced, 0, 30, &st);
+	assert_int_equal(st.synchronised, -1);
+	assert_int_equal(st.kernel_state, -1);
+}
+
+int main(int argc, char **argv)
+{
+	int rc = child_main(argc, argv, cases, NCASES);
+	if (rc >= 0)
+		return rc;
+	struct CMUnitTest tests[NCASES + 1];
+	tests[0] = (struct CMUnitTest)cmocka_unit_test(test_utc_decode);
+	for (int i = 0; i < NCASES; i++) {
+		struct CMUnitTest t = {cases[i].name, run_child_case, NULL, NULL, (void *)&cases[i]};
+		tests[i + 1] = t;
+	}
+	return _cmocka_run_group_tests("test_timeline", tests, NCASES + 1, NULL, NULL);
+}

@@ -3,6 +3,7 @@
 #   make run        build, then run `nanoclock info`
 #   make check      install test dependencies if missing, build and run all tests
 #   make check SANITIZE=address,undefined | SANITIZE=thread
+#   make check MODE=debug   internal consistency checks compiled in
 #   make bench      build, then run `nanoclock bench`
 #   make install    PREFIX=/usr/local DESTDIR=
 # Honours CC, CFLAGS, LDFLAGS, PREFIX, DESTDIR.  Cross: make CC=aarch64-linux-gnu-gcc
@@ -28,19 +29,32 @@ VERSION := $(shell sed -n 's/^\#define NC_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9
 # meaning of an exported function.  Adding functions does not change it.
 SOVERSION := 0
 
+# MODE=debug: the library's internal checks compiled in (src/debug.c),
+# every read handed to the library to be checked, reports through the log
+# hook.  MODE=release (default): none of that.
+MODE ?= release
 comma := ,
-# One build tree per sanitizer setting so objects never mix.
+# One build tree per sanitizer setting and mode so objects never mix.
+ifeq ($(MODE),debug)
+MODEFLAGS := -DNC_DEBUG=1
+MODEDIR := debug
+else ifeq ($(MODE),release)
+MODEFLAGS :=
+MODEDIR :=
+else
+$(error MODE must be release or debug)
+endif
 ifeq ($(SANITIZE),)
-B ?= build
+B ?= build$(if $(MODEDIR),/$(MODEDIR))
 SANFLAGS :=
 else
-B := build/san-$(subst $(comma),-,$(SANITIZE))
+B := build/san-$(subst $(comma),-,$(SANITIZE))$(if $(MODEDIR),-$(MODEDIR))
 SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
 
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 BASE_CFLAGS := -std=gnu11 -Iinclude -Isrc -fPIC -fvisibility=hidden -pthread -D_GNU_SOURCE \
-	$(WARN) $(SANFLAGS)
+	$(WARN) $(SANFLAGS) $(MODEFLAGS)
 ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) -pthread $(LDFLAGS)
 LIBS := -lm

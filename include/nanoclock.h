@@ -80,6 +80,22 @@ NC_API uint64_t nc_ns_to_ticks(uint64_t ns);
  * [0.1, 10000]. */
 NC_API int nc_set_calibration_target(double target_ppm, double max_ms);
 
+/* ---- what the library decided, told to the application ----------------------
+ * The counter chosen and why, frequency sources adopted or rejected, steps
+ * of the system clock, suspends, counter jumps, cross-CPU verdicts.  By
+ * default nothing is reported and nothing is printed, ever.  fn is called
+ * with reports at `level` and more important, never with a library lock
+ * held (it may call nanoclock), from whichever thread made the decision.
+ * fn NULL turns reports off.  NANOCLOCK_LOG=stderr[:error|warning|info|debug]
+ * prints them to standard error in any program, unless the program set
+ * its own.  0, or NC_EINVAL for a bad level. */
+#define NC_LOG_ERROR 0 /* a check of the debug build failed */
+#define NC_LOG_WARN 1  /* something the user should know: a refused setting, a jump */
+#define NC_LOG_INFO 2  /* decisions */
+#define NC_LOG_DEBUG 3 /* every refresh */
+typedef void (*nc_log_fn)(void *ctx, int level, const char *msg);
+NC_API int nc_set_log(nc_log_fn fn, void *ctx, int level);
+
 /* ---- wall-clock time -------------------------------------------------------
  * nc_unix_ns() reads the counter and applies a tie to CLOCK_REALTIME that
  * the library refreshes every second (nc_set_unix_refresh_ms; environment

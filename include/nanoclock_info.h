@@ -19,12 +19,12 @@ struct nc_hz_source {
 	double hz;        /* 0 when the source is absent */
 	double resolution_hz; /* rounding of the stated value (a kHz figure: 500) */
 	int status;       /* NC_SRC_* */
-	char reason[96];  /* why absent / rejected / adopted */
+	char reason[96];  /* why absent / refuted / agreeing / used */
 };
 #define NC_SRC_ABSENT 0
-#define NC_SRC_ADOPTED 1
-#define NC_SRC_AGREES 2   /* consistent with measurement, not used */
-#define NC_SRC_REJECTED 3 /* disagrees with measurement */
+#define NC_SRC_ADOPTED 1  /* in use: a rate the application stated (nc_set_counter) */
+#define NC_SRC_AGREES 2   /* consistent with measurement (a cross-check) */
+#define NC_SRC_REJECTED 3 /* refuted by measurement */
 
 /* The kernel's view of the clocks; -1 where it could not be told. */
 struct nc_kernel_view {

@@ -96,25 +96,14 @@ int nc__src_agrees(const struct nc_hz_source *s, const struct nc__meas *m, doubl
 	return fabs(*diff_ppm) <= *tol_ppm;
 }
 
-/* Whether an adopted stated value stays in use against the latest
- * measurement, and what can honestly be claimed for it.  It stays while it
- * agrees and the measurement is not yet finer than the value's own
- * rounding (a kHz figure cannot be better than +-500 Hz; once the
- * measurement is, the measurement is used).  Its uncertainty is what the
- * measurement proves: the discrepancy plus the measurement's own. */
-int nc__src_keep(const struct nc_hz_source *s, const struct nc__meas *m, double *claim_ppm)
+/* Stated by the hardware or the OS: cross-checks, never used.  A stated
+ * value can only be claimed to within its discrepancy plus the
+ * measurement's uncertainty (unless trusted blindly), which is never better
+ * than the measurement alone: so the measurement is used, and each source
+ * is marked as agreeing with it or refuted by it.  Returns how many agree. */
+int nc__check_stated(const struct nc__meas *m, struct nc_hz_source *src, int n)
 {
-	double diff, tol;
-	int agrees = nc__src_agrees(s, m, &diff, &tol);
-	*claim_ppm = fabs(diff) + m->ppm;
-	return agrees && m->ppm >= s->resolution_hz / s->hz * 1e6;
-}
-
-/* Sources are tried in the order given; the first that agrees is adopted,
- * later ones that agree are marked so. */
-int nc__adopt_stated(const struct nc__meas *m, struct nc_hz_source *src, int n)
-{
-	int adopted = -1;
+	int agree = 0;
 	for (int i = 0; i < n; i++) {
 		if (!(src[i].hz > 0))
 			continue;
@@ -122,17 +111,29 @@ int nc__adopt_stated(const struct nc__meas *m, struct nc_hz_source *src, int n)
 		if (!nc__src_agrees(&src[i], m, &diff, &tol)) {
 			src[i].status = NC_SRC_REJECTED;
 			snprintf(src[i].reason, sizeof(src[i].reason),
-				 "disagrees with measurement by %+.2f ppm (tolerance %.2f)", diff, tol);
-		} else if (adopted < 0) {
-			adopted = i;
-			src[i].status = NC_SRC_ADOPTED;
-			snprintf(src[i].reason, sizeof(src[i].reason),
-				 "adopted: agrees with measurement (%+.3f ppm)", diff);
+				 "refuted: differs from measurement by %+.2f ppm (tolerance %.2f)", diff,
+				 tol);
 		} else {
+			agree++;
 			src[i].status = NC_SRC_AGREES;
 			snprintf(src[i].reason, sizeof(src[i].reason),
 				 "agrees with measurement (%+.3f ppm)", diff);
 		}
 	}
-	return adopted;
+	return agree;
+}
+
+/* A rate the user states (NANOCLOCK_HZ, nc_set_counter's hz) overrides
+ * the measurement unless the measurement contradicts it: by more than
+ * 1000 ppm (a typo, a wrong unit) or twice the measurement's own
+ * uncertainty, whichever is larger — or `force`.  Its uncertainty is what
+ * the measurement proves: the discrepancy plus the measurement's own.
+ * Returns 1 if the stated rate is to be used; *diff_ppm, *tol_ppm say why. */
+int nc__user_rate_ok(double stated_hz, const struct nc__meas *m, int force, double *claim_ppm,
+		     double *diff_ppm, double *tol_ppm)
+{
+	*diff_ppm = (stated_hz - m->hz) / m->hz * 1e6;
+	*tol_ppm = fmax(NC_USER_RATE_TOL_PPM, 2 * (m->ppm + m->step_ppm));
+	*claim_ppm = fabs(*diff_ppm) + m->ppm;
+	return force || fabs(*diff_ppm) <= *tol_ppm;
 }

@@ -6,14 +6,15 @@
  *   2. choose_counter      machine facts (CPUID once, /proc, /sys), selection
  *   3. calibrate_counter   adaptive calibration against CLOCK_MONOTONIC_RAW:
  *                          stops at the target uncertainty (1 ppm) or its cap
- *   4. decide_rate         measured rate; cheap stated sources cross-checked;
- *                          NANOCLOCK_HZ used, or refused when measurement
- *                          contradicts it
+ *   4. decide_rate         the measured rate; the cheap stated sources
+ *                          cross-checked against it; a rate the user states
+ *                          (nc_set_counter's hz, NANOCLOCK_HZ) used, or refused
+ *                          when measurement contradicts it
  *   5. publish             the fast path's lines (timeline.c)
  *
  * Slow or unlikely probes stay off this path: the perf_event page (whose
  * perf_event_open can take 10 ms on an idle VM) is read at most once,
- * later (nc__probe_deferred_sources), and adopted then if it agrees.
+ * later (nc__probe_deferred_sources).
  */
 #include "internal.h"
 
@@ -26,13 +27,34 @@ struct nc__lib nc__S;
 int nc__init_runs;
 
 #define CALIB_MIN_NS 250000 /* never stop the first calibration before this */
-#define HZ_OVERRIDE_TOL_PPM 1000.0 /* NANOCLOCK_HZ further than this from measurement: refused */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 void nc__lock(void) { pthread_mutex_lock(&mu); }
-void nc__unlock(void) { pthread_mutex_unlock(&mu); }
+
+/* set while this thread runs the initialisation: reports wait for its end */
+static __thread int initialising;
+
+/* Unlocks, then hands over any reports queued meanwhile (log.c), one at a
+ * time and unlocked, so that the application's function may call back —
+ * but not from inside the initialisation, where a call back would wait
+ * for itself: nc__ensure_init delivers those when it has finished. */
+void nc__unlock(void)
+{
+	for (;;) {
+		struct nc__logmsg m;
+		nc_log_fn fn = NULL;
+		void *ctx = NULL;
+		int have = !initialising && nc__log_pending() && nc__log_pop(&m, &fn, &ctx);
+		pthread_mutex_unlock(&mu);
+		if (!have)
+			return;
+		if (fn)
+			fn(ctx, m.level, m.msg);
+		pthread_mutex_lock(&mu);
+	}
+}
 int nc__trylock(void) { return pthread_mutex_trylock(&mu) == 0; }
 
 static void set_status(int rc)
@@ -123,18 +145,33 @@ static void decide_rate(int exact)
 	S->meas_window_ns = (double)S->cal.window_ns;
 	nc__use_hz(S->cal.hz, S->cal.ppm, "measured");
 
-	S->nsrc = S->ctr->stated ? S->ctr->stated(&S->m, S->src, NC_MAX_HZ_SOURCES) : 0;
 	struct nc__meas m;
 	nc__measurement(&m);
-	S->adopted = nc__adopt_stated(&m, S->src, S->nsrc);
-	double claim;
-	if (S->adopted >= 0 && nc__src_keep(&S->src[S->adopted], &m, &claim))
-		nc__use_hz(S->src[S->adopted].hz, claim, S->src[S->adopted].name);
+	S->nsrc = S->ctr->stated ? S->ctr->stated(&S->m, S->src, NC_MAX_HZ_SOURCES) : 0;
+	nc__check_stated(&m, S->src, S->nsrc);
 
+	double claim, diff, tol;
+	/* the application's stated rate (its counter's first source) */
+	struct nc_hz_source *app = S->nsrc > 0 && !strcmp(S->src[0].name, "application") &&
+					   S->src[0].hz > 0 ? &S->src[0] : NULL;
+	if (app) {
+		if (nc__user_rate_ok(app->hz, &m, 0, &claim, &diff, &tol)) {
+			app->status = NC_SRC_ADOPTED;
+			snprintf(app->reason, sizeof(app->reason),
+				 "used: differs from measurement by %+.3f ppm", diff);
+			nc__use_hz(app->hz, claim, app->name);
+			S->app_rate = 1;
+		} else {
+			app->status = NC_SRC_REJECTED;
+			snprintf(app->reason, sizeof(app->reason),
+				 "refused: differs from measurement by %+.1f ppm (tolerance %.0f)", diff,
+				 tol);
+			set_status(NC_EOVERRIDE);
+		}
+	}
 	if (S->cfg.hz > 0) {
-		double diff = (S->cfg.hz - S->cal.hz) / S->cal.hz * 1e6;
-		double tol = fmax(HZ_OVERRIDE_TOL_PPM, 2 * S->cal.ppm);
-		if (fabs(diff) > tol && !S->cfg.hz_force) {
+		int ok = nc__user_rate_ok(S->cfg.hz, &m, S->cfg.hz_force, &claim, &diff, &tol);
+		if (!ok) {
 			snprintf(S->env_status, sizeof(S->env_status),
 				 "refused: differs from measurement by %+.1f ppm (tolerance %.0f ppm); "
 				 "NANOCLOCK_HZ_FORCE=1 uses it anyway",
@@ -144,8 +181,9 @@ static void decide_rate(int exact)
 			snprintf(S->env_status, sizeof(S->env_status),
 				 "used%s: differs from measurement by %+.2f ppm",
 				 fabs(diff) > tol ? " (forced by NANOCLOCK_HZ_FORCE)" : "", diff);
-			nc__use_hz(S->cfg.hz, fabs(diff) + S->cal.ppm, "env NANOCLOCK_HZ");
+			nc__use_hz(S->cfg.hz, claim, "env NANOCLOCK_HZ");
 			S->fixed = 1;
+			S->app_rate = 0;
 		}
 	}
 	if (S->sel.ext)
@@ -187,9 +225,40 @@ static void fork_child(void)
 	nc__unlock();
 }
 
+/* The decisions, for the application's log hook (queued: delivered when
+ * initialisation has finished). */
+static void report(void)
+{
+	struct nc__lib *S = &nc__S;
+	if (!nc__log_wanted(NC_LOG_WARN))
+		return;
+	for (int i = 0; i < S->ncand; i++)
+		if (S->cands[i].status == NC_CAND_REJECTED)
+			nc__log(NC_LOG_DEBUG, "candidate %s rejected: %s", S->cands[i].name,
+				S->cands[i].reason);
+	if (S->sel.error[0])
+		nc__log(NC_LOG_WARN, "%s (forced by %s)", S->sel.error, S->sel.forced_by);
+	nc__log(NC_LOG_INFO, "%s", S->policy);
+	for (int i = 0; i < S->nsrc; i++)
+		if (S->src[i].status != NC_SRC_ABSENT)
+			nc__log(NC_LOG_INFO, "stated rate %s %.6f MHz: %s", S->src[i].name,
+				S->src[i].hz / 1e6, S->src[i].reason);
+	if (S->cfg.hz_set)
+		nc__log(S->env_status[0] == 'u' ? NC_LOG_INFO : NC_LOG_WARN, "NANOCLOCK_HZ=%s %s",
+			S->cfg.hz_text, S->env_status);
+	if (S->cfg.calib_why[0])
+		nc__log(NC_LOG_WARN, "%s", S->cfg.calib_why);
+	if (S->cfg.unix_why[0])
+		nc__log(NC_LOG_WARN, "%s", S->cfg.unix_why);
+	nc__log(NC_LOG_INFO, "rate %.6f MHz +-%.3g ppm (%s%s%.3f ms); initialised in %.3f ms",
+		S->hz / 1e6, S->ppm, S->hz_source, S->meas_hz > 0 ? "; measured over " : "",
+		S->meas_hz > 0 ? S->meas_window_ns / 1e6 : 0, S->init_ms);
+}
+
 static void do_init(void)
 {
 	struct nc__lib *S = &nc__S;
+	initialising = 1;
 	__atomic_fetch_add(&nc__init_runs, 1, __ATOMIC_RELAXED);
 	int64_t t_start = nc__mono_raw_ns();
 	struct nc__registered reg;
@@ -208,11 +277,17 @@ static void do_init(void)
 	nc__wall_first();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	S->init_ms = (double)(nc__mono_raw_ns() - t_start) / 1e6;
+	report();
+	initialising = 0;
 }
 
 void nc__ensure_init(void)
 {
 	pthread_once(&once, do_init);
+	if (NC_UNLIKELY(nc__log_pending())) { /* initialisation's reports */
+		nc__lock();
+		nc__unlock();
+	}
 }
 
 int nc_init(void)
@@ -223,14 +298,13 @@ int nc_init(void)
 
 /* The perf-page source, read at most once and never on the first call:
  * by nc_get_info and the upkeep thread.  The system call runs outside the
- * lock; the source is adopted if it agrees with the measurement then and
- * no other stated source was. */
+ * lock; like the other stated sources it is a cross-check. */
 void nc__probe_deferred_sources(void)
 {
 	nc__ensure_init();
 	struct nc__lib *S = &nc__S;
 	nc__lock();
-	int want = !S->perf_probed && !S->fixed && nc__hw_counter(&S->m) == S->ctr &&
+	int want = !S->perf_probed && S->meas_hz > 0 && nc__hw_counter(&S->m) == S->ctr &&
 		   S->nsrc < NC_MAX_HZ_SOURCES;
 	S->perf_probed = 1;
 	nc__unlock();
@@ -241,18 +315,8 @@ void nc__probe_deferred_sources(void)
 	nc__lock();
 	struct nc_hz_source *s = &S->src[S->nsrc++];
 	*s = src;
-	double claim;
 	struct nc__meas m;
 	nc__measurement(&m);
-	if (nc__adopt_stated(&m, s, 1) == 0) {
-		if (S->adopted < 0 && !S->fixed && nc__src_keep(s, &m, &claim)) {
-			S->adopted = S->nsrc - 1;
-			nc__use_hz(s->hz, claim, s->name);
-		} else {
-			s->status = NC_SRC_AGREES;
-			snprintf(s->reason, sizeof(s->reason),
-				 "agrees with measurement (read after init; not used)");
-		}
-	}
+	nc__check_stated(&m, s, 1);
 	nc__unlock();
 }

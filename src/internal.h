@@ -164,12 +164,14 @@ struct nc__meas {
  * diff and tolerance in ppm returned. */
 NC_HIDDEN int nc__src_agrees(const struct nc_hz_source *s, const struct nc__meas *m,
 			     double *diff_ppm, double *tol_ppm);
-/* Keep an adopted source in use?  *claim_ppm: its honest uncertainty. */
-NC_HIDDEN int nc__src_keep(const struct nc_hz_source *s, const struct nc__meas *m,
-			   double *claim_ppm);
-/* Apply it to every source: sets status and reason of each; returns the
- * index of the first that agrees (adopted), or -1 (measurement is used). */
-NC_HIDDEN int nc__adopt_stated(const struct nc__meas *m, struct nc_hz_source *src, int n);
+/* Apply it to every stated source: sets status and reason of each
+ * (cross-checks only: the measurement is used); returns how many agree. */
+NC_HIDDEN int nc__check_stated(const struct nc__meas *m, struct nc_hz_source *src, int n);
+/* The one rule for a rate the user states (NANOCLOCK_HZ, nc_set_counter):
+ * used unless measurement contradicts it; *claim_ppm its uncertainty. */
+#define NC_USER_RATE_TOL_PPM 1000.0
+NC_HIDDEN int nc__user_rate_ok(double stated_hz, const struct nc__meas *m, int force,
+			       double *claim_ppm, double *diff_ppm, double *tol_ppm);
 
 /* ---- counters ---- */
 struct nc__counter {
@@ -350,7 +352,8 @@ struct nc__lib {
 	struct nc__config cfg;
 	char env_status[160];
 	struct nc_hz_source src[NC_MAX_HZ_SOURCES];
-	int nsrc, adopted;
+	int nsrc;
+	int app_rate;         /* the rate in use is the one nc_set_counter stated */
 	int perf_probed;      /* the deferred perf-page source has been read */
 	char policy[384];
 	struct nc__machine m;
@@ -416,6 +419,27 @@ NC_HIDDEN void nc__wall_events(uint32_t *steps, uint32_t *refreshes);
 /* utc.c: adjtimex's view of UTC and nanoclock's tie combined (pure) */
 NC_HIDDEN void nc__utc_decode(const struct nc__kclock *k, int have_k, double tie_error_ns,
 			      struct nc_unix_status *st);
+
+/* log.c: reports to the application (nc_set_log), delivered outside the
+ * lock: nc__unlock and nc__ensure_init hand them over */
+#define NC_LOG_MSGLEN 224
+struct nc__logmsg {
+	int level;
+	char msg[NC_LOG_MSGLEN];
+};
+NC_HIDDEN int nc__log_wanted(int level);
+NC_HIDDEN void nc__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+NC_HIDDEN void nc__log_locked(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+NC_HIDDEN void nc__log_any(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+NC_HIDDEN int nc__log_pop(struct nc__logmsg *out, nc_log_fn *fn, void **ctx); /* nc__mu held */
+NC_HIDDEN int nc__log_pending(void);
+
+/* debug.c: the checks of `make MODE=debug` (NC_DEBUG), reported through
+ * the log hook at NC_LOG_ERROR and counted */
+NC_HIDDEN void nc__debug_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+NC_HIDDEN void nc__debug_check_conv(const nc_conv_t *c);
+NC_HIDDEN extern long nc__debug_failures;
 
 /* upkeep.c */
 NC_HIDDEN void nc__upkeep_after_fork_check(void); /* nc__mu held */

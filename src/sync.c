@@ -408,6 +408,10 @@ int nc_sync_check(const struct nc_sync_options *opt, struct nc_sync_report *rep)
 		rep->timed_out = 1;
 	rep->elapsed_ms = (double)(nc__mono_raw_ns() - t0) / 1e6;
 	nc__sync_report(a, o.min_enclosed, hz, rc == 0, rep);
+	nc__log(rep->verdict == NC_SYNC_CONSISTENT ? NC_LOG_INFO : NC_LOG_WARN,
+		"cross-CPU check over %d CPUs: %s, max shift %llu ticks (%.1f ns)%s%s", ncpu,
+		nc_sync_verdict_name(rep->verdict), (unsigned long long)rep->max_shift_ticks,
+		rep->max_shift_ns, rep->evidence[0] ? ": " : "", rep->evidence);
 	free(sh);
 	free(a);
 	return rc;

@@ -137,6 +137,16 @@ void nc__publish_line(struct nc_impl_line *l, uint64_t kind, const struct nc__ep
 {
 	uint64_t s = __atomic_load_n(&l->seq, __ATOMIC_RELAXED);
 	int first = s & 1; /* the initial odd value: no reader has seen the line yet */
+#ifdef NC_DEBUG
+	/* every read goes through the library, where it is checked */
+	inline_ok = 0;
+	if (first && s != 1)
+		nc__debug_fail("seqlock: a line was odd (%llu) when a writer began",
+			       (unsigned long long)s);
+	if (e->span == 0 || (e->mi == 0 && e->mf == 0))
+		nc__debug_fail("epoch published with span %llu and a zero slope",
+			       (unsigned long long)e->span);
+#endif
 	if (!first) {
 		__atomic_store_n(&l->seq, s + 1, __ATOMIC_RELAXED);
 #ifndef NC_TSAN
@@ -191,6 +201,9 @@ void nc__line_epoch(const struct nc_impl_line *p, struct nc__epoch *e)
  * cleared before the pair changes to a rate it cannot hold. */
 static void publish_conv(const nc_conv_t *c)
 {
+#ifdef NC_DEBUG
+	nc__debug_check_conv(c);
+#endif
 	if (c->ns_int != 0)
 		__atomic_store_n(&nc_impl_g.conv_fast, 0, __ATOMIC_RELEASE);
 	uint64_t s = __atomic_load_n(&nc_impl_g.conv_seq, __ATOMIC_RELAXED);
@@ -250,7 +263,34 @@ double nc__true_hz(void)
 }
 
 /* ---- the generic slow path ---- */
+static uint64_t timeline_read(const struct nc__timeline *tl);
+
+#ifdef NC_DEBUG
+/* Every value a thread gets must not be below the one it got before from
+ * the same line, unless the system clock was stepped in between. */
 uint64_t nc__timeline_read(const struct nc__timeline *tl)
+{
+	static __thread uint64_t last[2];
+	static __thread uint32_t steps_seen;
+	int i = tl->line == &nc_impl_g.wall;
+	uint32_t steps = 0, ties;
+	if (i)
+		nc__wall_events(&steps, &ties);
+	uint64_t v = timeline_read(tl);
+	int back = i ? (int64_t)(v - last[1]) < 0 && steps == steps_seen && last[1] : v < last[0];
+	if (back)
+		nc__debug_fail("%s went back by %llu ns on one thread", i ? "nc_unix_ns" : "nc_now_ns",
+			       (unsigned long long)(last[i] - v));
+	last[i] = v;
+	if (i)
+		steps_seen = steps;
+	return v;
+}
+#else
+uint64_t nc__timeline_read(const struct nc__timeline *tl) { return timeline_read(tl); }
+#endif
+
+static uint64_t timeline_read(const struct nc__timeline *tl)
 {
 	for (int round = 0;; round++) {
 		struct nc_impl_line p;
@@ -339,9 +379,10 @@ void nc__publish_first(void)
 }
 
 /* The long-baseline rate from the anchor to bracket b: updates the
- * measured rate, keeps a stated rate while measurement confirms it (the
- * rule that adopted it), and after a discontinuity takes the new
- * baseline's rate as it is, counting a rate change when it moved. */
+ * measured rate and uses it once it is more precise; keeps a rate the
+ * application stated while measurement does not contradict it (the rule
+ * that accepted it); after a discontinuity takes the new baseline's rate
+ * as it is, counting a rate change when it moved. */
 static void refine_rate(const struct nc__bracket *b)
 {
 	struct nc__lib *S = &nc__S;
@@ -351,13 +392,16 @@ static void refine_rate(const struct nc__bracket *b)
 	S->refreshes++;
 	if (S->remeasure) {
 		S->remeasure = 0;
-		if (fabs(hz_l - S->hz) / S->hz * 1e6 > ppm_l + S->ppm)
+		if (fabs(hz_l - S->hz) / S->hz * 1e6 > ppm_l + S->ppm) {
 			S->ev.rate_changes++;
+			nc__log_locked(NC_LOG_WARN, "counter rate changed: %.6f -> %.6f MHz (%+.1f ppm)",
+				       S->hz / 1e6, hz_l / 1e6, (hz_l / S->hz - 1) * 1e6);
+		}
 		S->meas_hz = hz_l;
 		S->meas_ppm = ppm_l;
 		S->meas_worst_ppm = ppm_l;
 		S->meas_window_ns = (double)(b->ref - S->cal.anchor_ns);
-		S->adopted = -1; /* a stated rate no longer describes this counter */
+		S->app_rate = 0; /* a stated rate no longer describes this counter */
 		nc__use_hz(hz_l, ppm_l, "measured");
 		return;
 	}
@@ -367,20 +411,17 @@ static void refine_rate(const struct nc__bracket *b)
 		S->meas_worst_ppm = ppm_l; /* the long baseline's bound is already worst-case-like */
 		S->meas_window_ns = (double)(b->ref - S->cal.anchor_ns);
 	}
-	if (S->adopted >= 0 && S->hz_source == S->src[S->adopted].name) {
-		struct nc_hz_source *s = &S->src[S->adopted];
-		double diff, tol, claim;
+	if (S->app_rate) {
 		struct nc__meas m;
+		double claim, diff, tol;
 		nc__measurement(&m);
-		if (nc__src_keep(s, &m, &claim)) {
+		if (nc__user_rate_ok(S->hz, &m, 0, &claim, &diff, &tol)) {
 			S->ppm = claim;
 		} else {
-			int agrees = nc__src_agrees(s, &m, &diff, &tol);
-			s->status = agrees ? NC_SRC_AGREES : NC_SRC_REJECTED;
-			snprintf(s->reason, sizeof(s->reason),
-				 agrees ? "agrees (%+.4f ppm); measurement now finer than its rounding"
-					: "dropped: longer measurement disagrees by %+.3f ppm",
-				 diff);
+			S->app_rate = 0;
+			nc__log_locked(NC_LOG_WARN, "the application's stated rate differs from a "
+				       "longer measurement by %+.1f ppm: measured %.6f MHz used",
+				       diff, S->meas_hz / 1e6);
 			nc__use_hz(S->meas_hz, S->meas_ppm, "measured");
 		}
 	} else if (S->meas_ppm < S->ppm) {
@@ -405,11 +446,16 @@ static int observe(const struct nc__bracket *b, int64_t boot)
 	if (dboot - draw > SUSPEND_NS) {
 		S->ev.suspends++;
 		S->ev.suspended_s += (dboot - draw) / 1e9;
+		nc__log_locked(NC_LOG_INFO, "suspend of %.3f s seen (CLOCK_BOOTTIME moved, "
+			       "CLOCK_MONOTONIC_RAW did not)", (dboot - draw) / 1e9);
 	}
 	int64_t dt = (int64_t)(b->mid - S->obs_t);
 	double dt_ns = (double)dt * 1e9 / S->hz;
 	if (dt == 0 && draw > SUSPEND_NS) {
 		S->ev.counter_stops++;
+		nc__log_locked(NC_LOG_WARN, "the %s counter stopped for %.3f ms of CLOCK_MONOTONIC_RAW: "
+			       "nc_now_ns follows CLOCK_MONOTONIC_RAW from now on",
+			       S->ctr->name, draw / 1e6);
 		remember(b, boot);
 		return 2;
 	}
@@ -420,6 +466,9 @@ static int observe(const struct nc__bracket *b, int64_t boot)
 	int jump = !S->remeasure && fabs(dt_ns - draw) > tol && draw >= 0;
 	if (jump) {
 		S->ev.counter_jumps++;
+		nc__log_locked(NC_LOG_WARN, "the counter moved %+.3f ms unlike CLOCK_MONOTONIC_RAW "
+			       "over %.3f ms (a pause, a migration, a reset): re-tied, re-measuring",
+			       (dt_ns - draw) / 1e6, draw / 1e6);
 		S->cal.anchor_tick = b->mid;
 		S->cal.anchor_ns = b->ref;
 		S->remeasure = 1;
@@ -440,7 +489,7 @@ static void fall_back_to_os_clock(const struct nc__epoch *old, uint64_t t)
 	S->now_inline = 0;
 	S->fixed = 1;
 	S->meas_hz = S->meas_ppm = 0; /* a measurement of the old counter */
-	S->adopted = -1;
+	S->app_rate = 0;
 	nc__use_hz(1e9, 0, "exact (the counter stopped)");
 	struct nc__epoch e = {0, NC_NO_END, 0, 1, 0};
 	e.t0 = (uint64_t)nc__mono_raw_ns();
@@ -529,7 +578,14 @@ static void now_refresh(const struct nc_impl_line *p, uint64_t t)
 	}
 	nc__clamp_slope(&old, &e); /* lock-free readers assumed at least this past L */
 	e.c0 = nc__c0_for(L, v, e.mi, e.mf);
+#ifdef NC_DEBUG
+	if (nc__epoch_value(&e, L) != v || (v == cl && nc__epoch_value(&e, L) != cl))
+		nc__debug_fail("nc_now_ns epoch not continuous at its start");
+#endif
 	publish_now(&e);
+	nc__log_locked(NC_LOG_DEBUG, "nc_now_ns epoch of %.3f s: %+.0f ns from CLOCK_MONOTONIC_RAW, "
+		       "rate %.6f MHz +-%.3g ppm (%s)", next / 1e9, err, S->hz / 1e6, S->ppm,
+		       S->hz_source);
 }
 
 /* A look at the counter against the reference clocks from elsewhere (a

@@ -105,6 +105,7 @@ static int start_locked(void)
 	}
 	U.running = 1;
 	U.pid = getpid();
+	nc__log_locked(NC_LOG_INFO, "upkeep thread started%s", U.forked ? " again in a forked child" : "");
 	return 0;
 }
 
@@ -157,7 +158,7 @@ void nc__upkeep_forked(void)
 void nc__upkeep_after_fork_check(void)
 {
 	if (U.forked) {
-		U.forked = 0;
 		start_locked(); /* also closes this process's copy of the parent's eventfd */
+		U.forked = 0;
 	}
 }

@@ -127,8 +127,11 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int force_step)
 		e.t0 = b.mid;
 		nc__slope_from_ns(rate, &e);
 		e.c0 = nc__c0_for(b.mid, (uint64_t)real_at_mid, e.mi, e.mf);
-		if (old)
-			W.steps++;
+		if (old) {
+			__atomic_store_n(&W.steps, W.steps + 1, __ATOMIC_RELAXED);
+			nc__log_locked(NC_LOG_INFO, "system clock %s by %+.6f s: followed as a step",
+				       force_step ? "set" : "stepped", err / 1e9);
+		}
 		err = 0;
 	} else if ((int64_t)(t - old->t0) < 0 || t - L > nc__lockfree_ticks) {
 		/* late (nobody asked for a while): re-tie at the tie, never below
@@ -165,7 +168,7 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int force_step)
 	W.tie_raw = nc__mono_raw_ns();
 	W.err_ns = err;
 	W.rate_ppm = rate_ppm;
-	W.refreshes++;
+	__atomic_store_n(&W.refreshes, W.refreshes + 1, __ATOMIC_RELAXED);
 }
 
 static void wall_refresh(const struct nc_impl_line *p, uint64_t t)
@@ -248,10 +251,11 @@ void nc__wall_upkeep(void)
 
 double nc__wall_refresh_ns(void) { return W.period_ns; }
 
+/* may be called without the lock (the debug build's order check) */
 void nc__wall_events(uint32_t *steps, uint32_t *refreshes)
 {
-	*steps = W.steps;
-	*refreshes = W.refreshes;
+	*steps = __atomic_load_n(&W.steps, __ATOMIC_RELAXED);
+	*refreshes = __atomic_load_n(&W.refreshes, __ATOMIC_RELAXED);
 }
 
 int nc_set_unix_refresh_ms(double ms)

@@ -147,6 +147,12 @@ static void test_inline_reads(void **state)
 		       nc_ticks_to_ns((uint64_t)i);
 	long slow = nc__slow_calls - before;
 	assert_true(acc != 0);
+#ifdef NC_DEBUG
+	/* the debug build hands every nc_now_ns to the library, to check it */
+	assert_true(slow >= 100000);
+	printf("  %s (debug build): %ld of 500000 calls out of line\n", in.counter, slow);
+	return;
+#endif
 	if (nc_impl_hw(k)) {
 		if (slow > 20)
 			fail_msg("counter %s is read inline, yet %ld of 500000 calls left the fast path",

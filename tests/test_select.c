@@ -303,7 +303,11 @@ static void child_forced_hw(const char *arg)
 	}
 	uint64_t t1 = nc_ticks_end();
 	int64_t r1 = nc__mono_raw_ns();
+#ifndef NC_DEBUG /* the debug build hands every read to the library */
 	CHECK(nc__slow_calls - before < 20); /* refreshes only */
+#else
+	(void)before;
+#endif
 	double el = (double)nc_ticks_to_ns(t1 - t0), ref = (double)(r1 - r0);
 	CHECK(el > 0 && fabs(el - ref) < 0.01 * ref + 100000);
 }

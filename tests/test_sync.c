@@ -141,19 +141,29 @@ static void test_busy_cpu(void **state)
 	assert_int_equal(pthread_create(&th, NULL, hog, &second), 0);
 	struct nc_sync_options o;
 	nc_sync_default_options(&o);
-	int answered = 0;
+	int answered = 0, first_try = 0, runs = 0;
 	double ms = 0;
 	for (int i = 0; i < 5; i++) {
-		assert_int_equal(nc_sync_check(&o, &rep), 0);
-		ms += rep.elapsed_ms;
-		if (rep.verdict == NC_SYNC_CONSISTENT)
-			answered++;
-		else if (rep.verdict == NC_SYNC_INCONSISTENT)
-			fail_msg("honest counter, busy CPU: inconsistent — %s", rep.evidence);
+		/* other processes on an oversubscribed machine can still leave a
+		 * run unanswerable: such a run is repeated (at most 4 times); a
+		 * wrong claim never is */
+		for (int attempt = 0; attempt < 4; attempt++) {
+			assert_int_equal(nc_sync_check(&o, &rep), 0);
+			ms += rep.elapsed_ms;
+			runs++;
+			if (rep.verdict == NC_SYNC_INCONSISTENT)
+				fail_msg("honest counter, busy CPU: inconsistent — %s", rep.evidence);
+			if (rep.verdict == NC_SYNC_CONSISTENT) {
+				answered++;
+				first_try += attempt == 0;
+				break;
+			}
+		}
 	}
 	__atomic_store_n(&hog_stop, 1, __ATOMIC_RELAXED);
 	pthread_join(th, NULL);
-	printf("  busy second CPU: %d of 5 checks consistent, %.1f ms each\n", answered, ms / 5);
+	printf("  busy second CPU: %d of 5 checks consistent (%d at the first try), %.1f ms each\n",
+	       answered, first_try, ms / runs);
 	assert_int_equal(answered, 5);
 }
 

@@ -34,7 +34,7 @@ static void json_str(const char *s)
 static const char *src_status(int s)
 {
 	switch (s) {
-	case NC_SRC_ADOPTED: return "adopted";
+	case NC_SRC_ADOPTED: return "used";
 	case NC_SRC_AGREES: return "agrees";
 	case NC_SRC_REJECTED: return "rejected";
 	default: return "absent";

@@ -1,0 +1,148 @@
+/* The log hook (src/log.c): by default nothing is printed; an
+ * application's function receives the decisions, outside the library's
+ * locks (it may call back); NANOCLOCK_LOG=stderr prints them; in the debug
+ * build (make MODE=debug) the internal checks report nothing on a healthy
+ * run.  One process per case: initialisation happens once a process. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "internal.h"
+#include "child.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+struct seen {
+	int n, errors, warnings, selected, rate, reentered;
+	char last[NC_LOG_MSGLEN];
+};
+static struct seen seen;
+
+static void collect(void *ctx, int level, const char *msg)
+{
+	struct seen *s = ctx;
+	s->n++;
+	s->errors += level == NC_LOG_ERROR;
+	s->warnings += level == NC_LOG_WARN;
+	s->selected += strstr(msg, "selected") != NULL;
+	s->rate += strstr(msg, "rate ") == msg;
+	snprintf(s->last, sizeof(s->last), "%s", msg);
+	if (level == NC_LOG_ERROR)
+		fprintf(stderr, "report: %s\n", msg);
+	/* calling back into the library from the hook must not deadlock */
+	s->reentered += nc_now_ns() > 0 && nc_ticks_per_second() > 0;
+}
+
+/* Runs fn with stderr going to a pipe; returns what was written. */
+static void capture_stderr(void (*fn)(void), char *out, size_t len)
+{
+	int fd[2];
+	CHECK(pipe(fd) == 0);
+	int saved = dup(2);
+	dup2(fd[1], 2);
+	fn();
+	dup2(saved, 2);
+	close(saved);
+	close(fd[1]);
+	fcntl(fd[0], F_SETFL, O_NONBLOCK);
+	ssize_t n = read(fd[0], out, len - 1);
+	out[n > 0 ? n : 0] = 0;
+	close(fd[0]);
+}
+
+static void use_everything(void)
+{
+	nc_init();
+	for (int i = 0; i < 1000; i++)
+		(void)(nc_now_ns() + (uint64_t)nc_unix_ns() + nc_ticks_to_ns(nc_ticks()));
+	struct nc_info in;
+	nc_get_info(&in);
+	struct nc_unix_status st;
+	nc_get_unix_status(&st);
+	nc__wall_clock_was_set();
+}
+
+static void child_silent(const char *arg)
+{
+	(void)arg;
+	char out[4096];
+	capture_stderr(use_everything, out, sizeof(out));
+	CHECK(out[0] == 0); /* nothing printed unless asked */
+}
+
+static void child_hook(const char *arg)
+{
+	(void)arg;
+	CHECK(nc_set_log(collect, &seen, 7) == NC_EINVAL);
+	CHECK(nc_set_log(collect, &seen, NC_LOG_DEBUG) == 0);
+	use_everything();
+	CHECK(seen.selected == 1 && seen.rate == 1);
+	CHECK(seen.reentered == seen.n);
+	CHECK(seen.errors == 0); /* in the debug build: every check held */
+	CHECK(nc__debug_failures == 0);
+	/* turned off: nothing more */
+	CHECK(nc_set_log(NULL, NULL, 0) == 0);
+	int before = seen.n;
+	nc__wall_clock_was_set();
+	(void)nc_now_ns();
+	CHECK(seen.n == before);
+}
+
+static void child_warning(const char *arg)
+{
+	(void)arg;
+	CHECK(nc_set_log(collect, &seen, NC_LOG_WARN) == 0);
+	CHECK(nc_init() == NC_EOVERRIDE || nc_init() == 0); /* exact OS clocks ignore it */
+	(void)nc_now_ns();
+	struct nc_info in;
+	nc_get_info(&in);
+	if (in.hz_measured > 0)
+		CHECK(seen.warnings >= 1 && strstr(seen.last, "NANOCLOCK_HZ"));
+	CHECK(seen.selected == 0); /* INFO reports filtered out */
+}
+
+static void stderr_init(void) { use_everything(); }
+
+static void child_env_stderr(const char *arg)
+{
+	(void)arg;
+	setenv("NANOCLOCK_LOG", "stderr", 1);
+	char out[8192];
+	capture_stderr(stderr_init, out, sizeof(out));
+	CHECK(strncmp(out, "nanoclock: info: ", 17) == 0);
+	CHECK(strstr(out, "selected") && strstr(out, "initialised in"));
+	CHECK(!strstr(out, "nanoclock: debug:")); /* info is the default level */
+	CHECK(!strstr(out, "nanoclock: error:"));
+}
+
+static const struct child_case cases[] = {
+	{"silent_by_default", child_silent, NULL, NULL, NULL},
+	{"hook", child_hook, NULL, NULL, NULL},
+	{"warning_level", child_warning, NULL, NULL, "1k"},
+	{"env_stderr", child_env_stderr, NULL, NULL, NULL},
+};
+#define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
+
+static void run_child_case(void **state)
+{
+	const struct child_case *c = *state;
+	RUN_CASE(c);
+}
+
+int main(int argc, char **argv)
+{
+	int rc = child_main(argc, argv, cases, NCASES);
+	if (rc >= 0)
+		return rc;
+	struct CMUnitTest tests[NCASES];
+	for (int i = 0; i < NCASES; i++) {
+		struct CMUnitTest t = {cases[i].name, run_child_case, NULL, NULL, (void *)&cases[i]};
+		tests[i] = t;
+	}
+	return _cmocka_run_group_tests("test_log", tests, NCASES, NULL, NULL);
+}

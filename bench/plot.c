@@ -316,7 +316,12 @@ static int write_calibrations(const char *dir, const struct calib_runs *r, doubl
 }
 
 /* ---- 4. nc_now_ns and nc_unix_ns against the kernel's clocks ---- */
-static int run_offsets(const char *dir, double seconds)
+struct offsets {
+	double now_min, now_max, unix_min, unix_max, stated_max;
+	long n, outside;
+};
+
+static int run_offsets(const char *dir, double seconds, struct offsets *o)
 {
 	FILE *f = open_in(dir, "offset.dat");
 	if (!f)
@@ -362,6 +367,7 @@ static int run_offsets(const char *dir, double seconds)
 		nanosleep(&ts, NULL);
 	}
 	fclose(f);
+	*o = (struct offsets){now_min, now_max, unix_min, unix_max, stated_max, n, outside};
 	printf("\nover %.1f s, %ld samples (every 10 ms, the narrowest of 5 brackets):\n", seconds, n);
 	printf("  nc_now_ns  - CLOCK_MONOTONIC_RAW: %+.0f .. %+.0f ns\n", now_min, now_max);
 	printf("  nc_unix_ns - CLOCK_REALTIME:      %+.0f .. %+.0f ns; stated bound up to %.0f ns, "
@@ -380,6 +386,7 @@ static const char plot_gp[] =
 	"}\n"
 	"load 'title.gp'\n"
 	"set grid\n"
+	"set key opaque\n"
 	"\n"
 	"# ---- cost.png ----\n"
 	"eval('set terminal '.term_png.' size 1400,650')\n"
@@ -423,16 +430,19 @@ static const char plot_gp[] =
 	"set ylabel 'ns'\n"
 	"set key top right\n"
 	"set title 'nc\\_now\\_ns - CLOCK\\_MONOTONIC\\_RAW'\n"
+	"set label 1 note_now at graph 0.01, graph 0.93 left front\n"
 	"plot 'offset.dat' using 1:($2-$3):($2+$3) with filledcurves fc rgb '#c0d0f0' "
 	"title 'kernel reads bracket (half-width)', \\\n"
 	"     '' using 1:2 with linespoints pt 7 ps 0.3 lc rgb '#3060c0' title 'offset'\n"
 	"set title 'nc\\_unix\\_ns - CLOCK\\_REALTIME'\n"
+	"set label 1 note_unix at graph 0.01, graph 0.93 left front\n"
 	"plot 'offset.dat' using 1:($4-$5):($4+$5) with filledcurves fc rgb '#f0d0c0' "
 	"title 'kernel reads bracket (half-width)', \\\n"
 	"     '' using 1:4 with linespoints pt 7 ps 0.3 lc rgb '#c03030' title 'offset', \\\n"
 	"     '' using 1:6 with lines dt 2 lc rgb 'black' title 'stated bound (tie\\_error\\_ns)', \\\n"
 	"     '' using 1:(-$6) with lines dt 2 lc rgb 'black' notitle\n"
 	"unset multiplot\n"
+	"unset label 1\n"
 	"\n"
 	"# ---- calib.png ----\n"
 	"eval('set terminal '.term_png.' size 1000,700')\n"
@@ -443,6 +453,7 @@ static const char plot_gp[] =
 	"set ylabel 'ppm'\n"
 	"set format y '10^{%L}'\n"
 	"set xtics (0.125, 0.25, 0.5, 1, 2, 4, 8, 16, 32)\n"
+	"set xrange [0.1:calib_xmax]\n"
 	"set key top right\n"
 	"plot 'calib.dat' using 1:3 with points pt 6 lc rgb '#3060c0' title 'stated uncertainty', \\\n"
 	"     'calib-median.dat' using 1:2 with lines lw 2 lc rgb '#3060c0' title 'stated (median)', \\\n"
@@ -523,7 +534,8 @@ int nc_bench_plot(const char *dir, double seconds, int quick)
 		return 1;
 	static struct calib_runs cr;
 	run_calibrations(&cr, quick);
-	if (run_offsets(dir, seconds) != 0)
+	struct offsets off;
+	if (run_offsets(dir, seconds, &off) != 0)
 		return 1;
 	/* the reference rate needs a baseline of a second or more */
 	int64_t left = t_start + 1000000000 - clock_ns(CLOCK_MONOTONIC_RAW);
@@ -568,6 +580,12 @@ int nc_bench_plot(const char *dir, double seconds, int quick)
 	fprintf(t, "title_offset = '%s: against the kernel clocks over %.0f s'\n", head, seconds);
 	fprintf(t, "title_calib = '%s: calibration, stated uncertainty and true error'\n", head);
 	fprintf(t, "ref_ppm = %.6g\n", ref_ppm > 1e-6 ? ref_ppm : 1e-6);
+	fprintf(t, "calib_xmax = %g\n", cr.window_ms[cr.nwin - 1] * 1.4);
+	fprintf(t, "note_now = 'offset %+.0f .. %+.0f ns in %ld samples'\n", off.now_min, off.now_max,
+		off.n);
+	fprintf(t, "note_unix = 'offset %+.0f .. %+.0f ns; stated bound up to %.0f ns, exceeded in %ld "
+		   "of %ld samples'\n",
+		off.unix_min, off.unix_max, off.stated_max, off.outside, off.n);
 	fclose(t);
 	fputs(plot_gp, g);
 	fclose(g);

@@ -5,8 +5,10 @@
 #   make check SANITIZE=address,undefined | SANITIZE=thread
 #   make check MODE=debug   internal consistency checks compiled in
 #   make bench      build, then run `nanoclock bench`
-#   make install    PREFIX=/usr/local DESTDIR=
-# Honours CC, CFLAGS, LDFLAGS, PREFIX, DESTDIR.  Cross: make CC=aarch64-linux-gnu-gcc
+#   make install    PREFIX=/usr/local DESTDIR= (LIBDIR INCDIR BINDIR MANDIR CMAKEDIR);
+#                   NOMAN=1 without the man pages (they need scdoc)
+#   make man        the man pages (scdoc), in $(B)/man: man -M build/man nc_now_ns
+# Honours CC, CPPFLAGS, CFLAGS, LDFLAGS, PREFIX, DESTDIR.  Cross: make CC=aarch64-linux-gnu-gcc
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -14,6 +16,10 @@ PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCDIR ?= $(PREFIX)/include
 BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+CMAKEDIR ?= $(LIBDIR)/cmake/nanoclock
+SCDOC ?= scdoc
 SANITIZE ?=
 # Prefix for running test programs (e.g. qemu-aarch64 -L /usr/aarch64-linux-gnu)
 RUN ?=
@@ -27,6 +33,8 @@ VERSION := $(shell sed -n 's/^\#define NC_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9
 # struct nc_impl_state or the NC_IMPL_KIND_* values (nanoclock_impl.h,
 # compiled into callers of the inline functions), or the signature or
 # meaning of an exported function.  Adding functions does not change it.
+# CMakeLists.txt reads it here; the Debian package's name carries it
+# (libnanoclock$(SOVERSION): debian/control); scripts/check-version checks both.
 SOVERSION := 0
 
 # MODE=debug: the library's internal checks compiled in (src/debug.c),
@@ -55,16 +63,17 @@ endif
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 BASE_CFLAGS := -std=gnu11 -Iinclude -Isrc -fPIC -fvisibility=hidden -pthread -D_GNU_SOURCE \
 	$(WARN) $(SANFLAGS) $(MODEFLAGS)
-ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
+ALL_CFLAGS = $(BASE_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) -pthread $(LDFLAGS)
 LIBS := -lm
 
 LIB_SRC := $(wildcard src/*.c) $(wildcard src/counters/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
-HEADERS := include/nanoclock.h include/nanoclock_impl.h include/nanoclock_info.h \
-	include/nanoclock_sync.h include/nanoclock.hpp
+# The installed headers: every file in include/ (the one list; internal
+# headers live in src/).  CMakeLists.txt globs the same directory.
+HEADERS := $(sort $(wildcard include/*.h include/*.hpp))
 
-TOOL_SRC := tools/cli.c tools/args.c bench/bench.c
+TOOL_SRC := tools/cli.c tools/args.c bench/bench.c bench/plot.c
 TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/%.o)
 
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -81,13 +90,30 @@ CPP_TEST_BIN := $(if $(HAVE_CXX),$(B)/tests/cpp11 $(B)/tests/cpp20) \
 CXXWARN := -Wall -Wextra -Wpedantic -Wshadow
 EXAMPLE_SRC := $(wildcard examples/*.c)
 EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%)
+# C++ examples, where the C++ compiler that goes with CC exists
+EXAMPLE_CXX_SRC := $(wildcard examples/*.cpp)
+EXAMPLE_CXX_BIN := $(if $(HAVE_CXX),$(EXAMPLE_CXX_SRC:examples/%.cpp=$(B)/examples/%))
+
+# ---- man pages (scdoc): nanoclock(1), nanoclock(3), and one `.so` page per
+# public function (scripts/api-names reads them from the headers) so that
+# `man nc_now_ns` opens nanoclock(3) ----
+HAVE_SCDOC := $(shell command -v $(SCDOC) >/dev/null 2>&1 && echo yes)
+API_NAMES := $(shell ./scripts/api-names)
+MAN_PAGES := $(B)/man/man1/nanoclock.1 $(B)/man/man3/nanoclock.3
+MAN_LINKS := $(API_NAMES:%=$(B)/man/man3/%.3)
 
 STATIC := $(B)/libnanoclock.a
 SHARED := $(B)/libnanoclock.so.$(VERSION)
 TOOL := $(B)/nanoclock
 
-.PHONY: all run check bench install uninstall clean examples deps tests check-cross check-inline
-all: $(STATIC) $(SHARED) $(TOOL)
+.PHONY: all run check bench install uninstall clean examples deps tests check-cross check-inline \
+	check-symbols check-version man man-skipped print-version print-soversion
+all: $(STATIC) $(SHARED) $(TOOL) $(if $(HAVE_SCDOC),man,man-skipped)
+
+print-version:
+	@echo $(VERSION)
+print-soversion:
+	@echo $(SOVERSION)
 
 # -MMD -MP: each object's header dependencies, tracked by the compiler
 $(B)/%.o: %.c
@@ -114,10 +140,33 @@ run: $(TOOL)
 bench: $(TOOL)
 	./$(TOOL) bench
 
-examples: $(EXAMPLE_BIN)
+examples: $(EXAMPLE_BIN) $(EXAMPLE_CXX_BIN)
 $(B)/examples/%: examples/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP $(ALL_LDFLAGS) -o $@ $< $(STATIC) $(LIBS)
+
+$(B)/examples/%: examples/%.cpp $(STATIC) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NC_CXX) -std=c++11 -Iinclude $(CXXWARN) $(SANFLAGS) $(CPPFLAGS) $(CFLAGS) -pthread -o $@ $< $(STATIC) $(LIBS) $(LDFLAGS)
+
+# ---- man pages ----
+man: $(MAN_PAGES) $(MAN_LINKS)
+man-skipped:
+	@echo "note: $(SCDOC) not found: man pages not built (apt-get install scdoc)"
+
+$(B)/man/man1/%.1: man/%.1.scd
+	@command -v $(SCDOC) >/dev/null 2>&1 || { echo "the man pages need scdoc: apt-get install scdoc (or make install NOMAN=1)" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(SCDOC) < $< > $@
+
+$(B)/man/man3/nanoclock.3: man/nanoclock.3.scd
+	@command -v $(SCDOC) >/dev/null 2>&1 || { echo "the man pages need scdoc: apt-get install scdoc (or make install NOMAN=1)" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(SCDOC) < $< > $@
+
+$(MAN_LINKS): $(B)/man/man3/%.3:
+	@mkdir -p $(dir $@)
+	@echo '.so man3/nanoclock.3' > $@
 
 # ---- tests (cmocka) ----
 deps:
@@ -137,9 +186,12 @@ $(B)/tests/cpp%: tests/test_cpp.cpp $(STATIC) $(HEADERS) include/nanoclock.hpp |
 	@mkdir -p $(dir $@)
 	$(NC_CXX) -std=c++$* -Iinclude $(CXXWARN) $(SANFLAGS) $(CFLAGS) -pthread -o $@ $< $(STATIC) -lcmocka $(LIBS) $(LDFLAGS)
 
-tests: $(TEST_BIN) $(CPP_TEST_BIN) $(TOOL) $(EXAMPLE_BIN)
+tests: $(TEST_BIN) $(CPP_TEST_BIN) $(TOOL) $(EXAMPLE_BIN) $(EXAMPLE_CXX_BIN)
 
-check: tests
+# The symbol check reads the release shared library: skipped under
+# sanitizers (instrumentation adds symbols of its own); it runs for cross
+# targets too (their nm).  The version check reads sources: native only.
+check: tests $(if $(SANITIZE),,$(SHARED))
 	@pass=0; fail=0; \
 	for t in $(TEST_BIN) $(CPP_TEST_BIN); do \
 		echo "== $$t"; \
@@ -149,11 +201,17 @@ check: tests
 	echo "== tool smoke test"; \
 	if $(RUN) ./$(TOOL) info --json > $(B)/info.json && grep -q '"candidates"' $(B)/info.json; then \
 		pass=$$((pass+1)); else fail=$$((fail+1)); echo "FAILED: nanoclock info --json"; fi; \
-	for e in $(EXAMPLE_BIN); do \
+	for e in $(EXAMPLE_BIN) $(EXAMPLE_CXX_BIN); do \
 		if $(RUN) $$e > /dev/null; then pass=$$((pass+1)); else fail=$$((fail+1)); echo "FAILED: $$e"; fi; \
 	done; \
 	if [ -z "$(RUN)" ]; then \
 		if ./scripts/check-inline "$(CC)"; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+	fi; \
+	if [ -z "$(SANITIZE)" ]; then \
+		if ./scripts/check-symbols "$(SHARED)" "$(CC)"; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+	fi; \
+	if [ -z "$(SANITIZE)$(RUN)" ]; then \
+		if ./scripts/check-version; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	fi; \
 	echo "test programs: $$pass passed, $$fail failed"; \
 	test $$fail -eq 0
@@ -167,22 +225,46 @@ check-cross:
 check-inline:
 	./scripts/check-inline "$(CC)"
 
+# The shared library exports the public nc_* functions and nothing else
+# (nm -D), each declared in a public header and listed in debian/*.symbols.
+check-symbols: $(SHARED)
+	./scripts/check-symbols "$(SHARED)" "$(CC)"
+
+# One version: the header's, in CMake, debian/changelog, the soname and the
+# Debian package's name.
+check-version:
+	./scripts/check-version
+
 # ---- install ----
-install: all
-	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(BINDIR)
+# The paths written into nanoclock.pc and nanoclockConfig.cmake are the
+# final ones (PREFIX, LIBDIR, INCDIR), never DESTDIR's staging directory.
+SUBST = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCDIR@|$(INCDIR)|g' \
+	-e 's|@VERSION@|$(VERSION)|g' -e 's|@SOVERSION@|$(SOVERSION)|g' \
+	-e "s|@SIZEOF_VOID_P@|$$(printf '' | $(CC) -dM -E - | sed -n 's/.*__SIZEOF_POINTER__ //p')|g"
+
+install: all $(if $(NOMAN),,$(MAN_PAGES) $(MAN_LINKS))
+	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(BINDIR)
 	install -m 644 $(HEADERS) $(DESTDIR)$(INCDIR)/
 	install -m 644 $(STATIC) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(SHARED) $(DESTDIR)$(LIBDIR)/
 	ln -sf libnanoclock.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libnanoclock.so.$(SOVERSION)
 	ln -sf libnanoclock.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libnanoclock.so
 	install -m 755 $(TOOL) $(DESTDIR)$(BINDIR)/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
-		-e 's|@VERSION@|$(VERSION)|' nanoclock.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/nanoclock.pc
+	$(SUBST) nanoclock.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/nanoclock.pc
+	$(SUBST) cmake/nanoclockConfig.cmake.in > $(DESTDIR)$(CMAKEDIR)/nanoclockConfig.cmake
+	$(SUBST) cmake/nanoclockConfigVersion.cmake.in > $(DESTDIR)$(CMAKEDIR)/nanoclockConfigVersion.cmake
+	$(if $(NOMAN),,install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3)
+	$(if $(NOMAN),,install -m 644 $(B)/man/man1/nanoclock.1 $(DESTDIR)$(MANDIR)/man1/)
+	$(if $(NOMAN),,install -m 644 $(B)/man/man3/nanoclock.3 $(MAN_LINKS) $(DESTDIR)$(MANDIR)/man3/)
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(INCDIR)/,$(notdir $(HEADERS))) \
-		$(DESTDIR)$(LIBDIR)/libnanoclock.* $(DESTDIR)$(LIBDIR)/pkgconfig/nanoclock.pc \
-		$(DESTDIR)$(BINDIR)/nanoclock
+		$(DESTDIR)$(LIBDIR)/libnanoclock.* $(DESTDIR)$(PKGCONFIGDIR)/nanoclock.pc \
+		$(DESTDIR)$(CMAKEDIR)/nanoclockConfig.cmake $(DESTDIR)$(CMAKEDIR)/nanoclockConfigVersion.cmake \
+		$(DESTDIR)$(BINDIR)/nanoclock $(DESTDIR)$(MANDIR)/man1/nanoclock.1 \
+		$(DESTDIR)$(MANDIR)/man3/nanoclock.3 $(API_NAMES:%=$(DESTDIR)$(MANDIR)/man3/%.3)
+	-rmdir $(DESTDIR)$(CMAKEDIR) 2>/dev/null
 
 clean:
 	rm -rf build

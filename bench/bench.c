@@ -14,6 +14,10 @@
  *                             --step (needs CAP_SYS_TIME) steps the system clock
  *                             by +-10 ms and times how soon nc_unix_ns follows
  *   bench sync [--runs N]     the cross-CPU check, repeated
+ *   bench --plot DIR [--seconds N] [--quick]
+ *                             PNGs drawn with gnuplot: the cost of one call,
+ *                             offsets over N s (30), calibration against
+ *                             window length (bench/plot.c)
  * Costs are the best of several rounds: on a noisy machine the minimum is
  * the figure that repeats.
  */
@@ -741,6 +745,7 @@ static int bench_default(int quick)
 static int usage(void)
 {
 	fprintf(stderr, "usage: nanoclock bench [--quick]\n"
+			"       nanoclock bench --plot DIR [--seconds N] [--quick]\n"
 			"       nanoclock bench init [--runs N] [--idle SECONDS]\n"
 			"       nanoclock bench unix [--seconds N] [--step]\n"
 			"       nanoclock bench sync [--runs N]\n");
@@ -754,7 +759,8 @@ int nc_bench_main(int argc, char **argv)
 	int i0 = sub[0] ? 3 : 2;
 	long runs = !strcmp(sub, "init") ? 21 : 100;
 	double idle = 2.0, seconds = 60;
-	int quick = 0, step = 0;
+	int quick = 0, step = 0, seconds_set = 0;
+	const char *plot_dir = NULL;
 	for (int i = i0; i < argc; i++) {
 		const char *o = argv[i];
 		if (!strcmp(o, "--init-once") && !sub[0]) {
@@ -766,12 +772,19 @@ int nc_bench_main(int argc, char **argv)
 				fprintf(stderr, "nanoclock bench: %s\n", i < argc ? why : "--runs needs a value");
 				return 2;
 			}
-		} else if (!strcmp(o, "--seconds") && !strcmp(sub, "unix")) {
+		} else if (!strcmp(o, "--plot") && !sub[0]) {
+			if (i + 1 >= argc || !argv[i + 1][0]) {
+				fprintf(stderr, "nanoclock bench: --plot needs a directory\n");
+				return 2;
+			}
+			plot_dir = argv[++i];
+		} else if (!strcmp(o, "--seconds") && (!strcmp(sub, "unix") || !sub[0])) {
 			if (i + 1 >= argc ||
 			    nc_arg_double(o, argv[++i], 0.1, 86400, &seconds, why, sizeof(why))) {
 				fprintf(stderr, "nanoclock bench: %s\n", i < argc ? why : "--seconds needs a value");
 				return 2;
 			}
+			seconds_set = 1;
 		} else if (!strcmp(o, "--step") && !strcmp(sub, "unix")) {
 			step = 1;
 		} else if (!strcmp(o, "--idle") && !strcmp(sub, "init")) {
@@ -790,6 +803,10 @@ int nc_bench_main(int argc, char **argv)
 	if (!strcmp(sub, "unix"))
 		return bench_unix(seconds, step);
 	if (sub[0])
+		return usage();
+	if (plot_dir)
+		return nc_bench_plot(plot_dir, seconds_set ? seconds : 30, quick);
+	if (seconds_set) /* --seconds goes with --plot here */
 		return usage();
 	return bench_default(quick);
 }

@@ -16,5 +16,7 @@ struct nc_costs {
 /* ns per call, best of `rounds` rounds of `n` calls each */
 void nc_measure_costs(struct nc_costs *c, long n, int rounds);
 int nc_bench_main(int argc, char **argv);
+/* `nanoclock bench --plot DIR`: PNGs drawn by gnuplot (bench/plot.c) */
+int nc_bench_plot(const char *dir, double seconds, int quick);
 
 #endif

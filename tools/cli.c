@@ -1,7 +1,8 @@
 /* nanoclock — the tool a user runs first on a new machine.
  *   nanoclock info [--json]   what the library chose, and why
  *   nanoclock check ...       do the CPUs' counters agree?
- *   nanoclock bench ...       costs, init time and accuracy (bench/bench.c)
+ *   nanoclock bench ...       costs, init time and accuracy (bench/bench.c),
+ *                             and PNGs with --plot DIR (bench/plot.c)
  */
 #include "../bench/bench.h"
 #include "args.h"
@@ -264,6 +265,7 @@ static int usage(FILE *f)
 		   "       nanoclock now [--unix | --iso | --json]\n"
 		   "       nanoclock check [--method cop|switch] [--probes N] [--rounds N] [--json]\n"
 		   "       nanoclock bench [--quick]\n"
+		   "       nanoclock bench --plot DIR [--seconds N] [--quick]\n"
 		   "       nanoclock bench init [--runs N] [--idle SECONDS]\n"
 		   "       nanoclock bench unix [--seconds N] [--step]\n"
 		   "       nanoclock bench sync [--runs N]\n");

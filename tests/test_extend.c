@@ -89,7 +89,7 @@ static void child_wrap(const char *arg)
 		CHECK(v >= prev);
 		prev = v;
 		check_elapsed(v - first, b0, a0, b, a);
-		if (a - b0 > 20000000)
+		if (b - a0 > 20000000) /* b: before the read, so v is at least this late */
 			break;
 	}
 	CHECK(prev - first > (1u << 20) * 15); /* beyond 20 bits */

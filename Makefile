@@ -48,9 +48,9 @@ LIBS := -lm
 LIB_SRC := $(wildcard src/*.c) $(wildcard src/counters/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 HEADERS := include/nanoclock.h include/nanoclock_impl.h include/nanoclock_info.h \
-	include/nanoclock_sync.h include/nanoclock.hpp
+	include/nanoclock_sync.h include/nanoclock.hpp include/nanoclock_trace.h
 
-TOOL_SRC := tools/cli.c tools/args.c bench/bench.c
+TOOL_SRC := tools/cli.c tools/args.c bench/bench.c tools/trace.c bench/bench_trace.c
 TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/%.o)
 
 TEST_SRC := $(wildcard tests/test_*.c)

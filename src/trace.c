@@ -212,8 +212,11 @@ static void write_domain(struct nc_trace *t)
 	nc__put64(p + 32, u);
 	memcpy(&u, &ppm, 8);
 	nc__put64(p + 40, u);
+	/* the parameters of exactly this rate (nc_get_conv's, unless a refresh
+	 * came between the two calls) */
 	nc_conv_t c;
-	nc_get_conv(&c);
+	if (nc_conv_init(&c, hz) != 0)
+		nc_get_conv(&c);
 	nc__put64(p + 48, c.ns_int);
 	nc__put64(p + 56, c.ns_frac);
 	nc__put64(p + 64, c.tk_int);

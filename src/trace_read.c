@@ -113,8 +113,9 @@ static int parse_domain(struct parse *ps, const unsigned char *p, size_t n, size
 	/* the conversion must be the one its rate gives: a reader converts
 	 * with it where no sync record reaches */
 	nc_conv_t c;
-	if (!nc__hz_valid(in->hz) || nc__conv_from_q24(&c, in->conv.hz_q24) != 0 ||
-	    memcmp(&c, &in->conv, sizeof(c)) != 0)
+	uint64_t q24;
+	if (!nc__hz_valid(in->hz) || nc__hz_to_q24(in->hz, &q24) != 0 || q24 != in->conv.hz_q24 ||
+	    nc__conv_from_q24(&c, in->conv.hz_q24) != 0 || memcmp(&c, &in->conv, sizeof(c)) != 0)
 		return fail(ps->why, ps->whylen, NC_TRACE_EFORMAT,
 			    "corrupt: the clock-domain record's rate and conversion disagree");
 	if (!(in->hz_ppm >= 0 && in->hz_ppm < 1e6))

@@ -71,11 +71,16 @@ static inline long read_merged(const char *const *paths, unsigned n, struct nc_t
 /* The whole file in memory. */
 static inline unsigned char *slurp(const char *path, size_t *len)
 {
+	*len = 0;
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return NULL;
 	fseek(f, 0, SEEK_END);
 	long n = ftell(f);
+	if (n < 0) {
+		fclose(f);
+		return NULL;
+	}
 	fseek(f, 0, SEEK_SET);
 	unsigned char *b = malloc(n > 0 ? (size_t)n : 1);
 	if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {

@@ -196,7 +196,7 @@ int nc_bench_trace(int quick)
 			ev = y;
 	}
 	struct nc_trace_counts cnt;
-	nc_trace_counts(plain.b, &cnt);
+	nc_trace_get_counts(plain.b, &cnt);
 	close_session(&plain);
 	double evg = -1, evc = -1, evs = -1;
 	if (open_session(&gseq, NC_TRACE_GSEQ, 10) == 0) {
@@ -212,7 +212,7 @@ int nc_bench_trace(int quick)
 	if (open_session(&sync, 0, 0.001) == 0) {
 		double t = t_event(sync.b, n / 10, rounds);
 		struct nc_trace_counts sc;
-		nc_trace_counts(sync.b, &sc);
+		nc_trace_get_counts(sync.b, &sc);
 		if (sc.syncs > 0 && sc.events > 0)
 			evs = (t - ev) / ((double)sc.syncs / (double)sc.events);
 		close_session(&sync);

@@ -119,7 +119,7 @@ struct nc_trace_counts {
 	uint64_t overwritten; /* lost to NC_TRACE_OVERWRITE */
 	uint64_t syncs;      /* sync records written */
 };
-NC_API void nc_trace_counts(const struct nc_trace_buf *b, struct nc_trace_counts *out);
+NC_API void nc_trace_get_counts(const struct nc_trace_buf *b, struct nc_trace_counts *out);
 
 /* ---- sequence numbers ----------------------------------------------------
  * The global sequence number: one 64-bit counter alone on its cache line,

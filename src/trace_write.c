@@ -291,7 +291,7 @@ void nc__trace_buf_counts(const struct nc__trace_buf *b, struct nc_trace_counts 
 	o->syncs = __atomic_load_n(&b->n_syncs, __ATOMIC_RELAXED);
 }
 
-void nc_trace_counts(const struct nc_trace_buf *pb, struct nc_trace_counts *out)
+void nc_trace_get_counts(const struct nc_trace_buf *pb, struct nc_trace_counts *out)
 {
 	if (!out)
 		return;

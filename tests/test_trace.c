@@ -131,7 +131,7 @@ static void test_overflow_drop(void **state)
 	for (long i = 0; i < total; i++)
 		nc_trace_event_at(b, t0 + (uint64_t)i, NC_TRACE_INSTANT, 1, (uint64_t)i);
 	struct nc_trace_counts c;
-	nc_trace_counts(b, &c);
+	nc_trace_get_counts(b, &c);
 	assert_int_equal(c.events, total);
 	assert_int_equal(c.dropped, total - 2 * per);
 	assert_int_equal(nc_trace_flush(t), 0);
@@ -217,7 +217,7 @@ static void test_nested_and_late(void **state)
 	nc_trace_thread_end(b);
 	nc_trace_instant(b, 5, 5);
 	struct nc_trace_counts c;
-	nc_trace_counts(b, &c);
+	nc_trace_get_counts(b, &c);
 	assert_int_equal(c.nested, 1);
 	assert_int_equal(c.late, 1);
 	assert_int_equal(c.events, 2);
@@ -267,7 +267,7 @@ static void test_signal_storm(void **state)
 	sigaction(SIGPROF, &sa, NULL);
 	(void)old;
 	struct nc_trace_counts c;
-	nc_trace_counts(sig_buf, &c);
+	nc_trace_get_counts(sig_buf, &c);
 	long sigs = sig_count;
 	assert_int_equal(c.events + c.nested, (uint64_t)(n + sigs));
 	nc_trace_thread_end(sig_buf);

@@ -155,7 +155,7 @@ static void child_gaps(const char *arg)
 		event();
 	}
 	struct nc_trace_counts c;
-	nc_trace_counts(b, &c);
+	nc_trace_get_counts(b, &c);
 	CHECK(c.events == (uint64_t)ntr);
 	check(0, 0);
 }

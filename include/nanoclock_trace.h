@@ -27,7 +27,7 @@
  * shows as a gap in the thread's sequence numbers.  An event appended by a
  * signal handler that interrupted an append of the same buffer is dropped
  * and counted too (the interrupted append owns the buffer for those few
- * instructions).
+ * instructions); its sequence number is skipped at the next block's start.
  */
 #ifndef NANOCLOCK_TRACE_H
 #define NANOCLOCK_TRACE_H
@@ -111,7 +111,8 @@ NC_API int nc_trace_close(struct nc_trace *t);
 
 /* Per-thread totals so far (any thread; approximate while it appends). */
 struct nc_trace_counts {
-	uint64_t events;     /* appended (including the dropped ones) */
+	uint64_t events;     /* appended, the dropped ones included: the next
+				sequence number (appends after the end take none) */
 	uint64_t dropped;    /* ring full (NC_TRACE_DROP) */
 	uint64_t nested;     /* dropped: appended from a signal handler during an
 				append of the same buffer */

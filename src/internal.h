@@ -476,6 +476,7 @@ struct nc__trace_buf {
 	uint64_t first_seq;       /* sequence number of its first event */
 	uint64_t next_seq;        /* after the last closed block */
 	uint64_t pending_drops;   /* dropped since the last block was closed */
+	uint64_t nested_seen;     /* n_nested already numbered (at a block start) */
 	uint64_t slow_bytes, slow_events; /* written by the slow path into the current block */
 	int open;                 /* the current block accepts records */
 	int waiting;              /* drop mode: the ring is full */

@@ -275,9 +275,10 @@ static int parse_block(struct parse *ps, const unsigned char *p, size_t n, size_
 	b->len = len;
 	b->first_seq = first_seq;
 	b->nevents = (uint32_t)nev;
-	/* a gap: events dropped or overwritten before this block */
+	/* a gap: events dropped or overwritten before this block (the first
+	 * block of a thread should start at 0) */
 	uint64_t expect = t->info.blocks > 0 ? t->next_seq : 0;
-	if (first_seq > expect && nev > 0) {
+	if (first_seq > expect) {
 		t->info.gaps++;
 		t->info.missing += first_seq - expect;
 	}
@@ -285,10 +286,8 @@ static int parse_block(struct parse *ps, const unsigned char *p, size_t n, size_
 		if (t->info.events == 0)
 			t->info.first_seq = first_seq;
 		t->info.last_seq = first_seq + nev - 1;
-		t->next_seq = first_seq + nev;
-	} else if (t->info.blocks == 0 || first_seq > t->next_seq) {
-		t->next_seq = first_seq;
 	}
+	t->next_seq = first_seq + nev;
 	t->info.events += nev;
 	t->info.blocks++;
 	in->blocks_read++;
@@ -402,6 +401,14 @@ static void finish(struct nc_trace_reader *r)
 	in->threads = (unsigned)r->nth;
 	in->names = r->nnames;
 	for (size_t i = 0; i < r->nth; i++) {
+		/* events lost after the thread's last block: the totals say how
+		 * many were appended */
+		struct nc__tr_thread *t = &r->th[i];
+		uint64_t next = t->info.blocks ? t->next_seq : 0;
+		if (t->info.have_counts && t->info.counts.events > next) {
+			t->info.gaps++;
+			t->info.missing += t->info.counts.events - next;
+		}
 		in->gaps += r->th[i].info.gaps;
 		in->missing += r->th[i].info.missing;
 		if (r->th[i].info.max_delta_ticks > in->max_delta_ticks)

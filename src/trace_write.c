@@ -135,6 +135,11 @@ static void open_block(struct nc__trace_buf *b, uint32_t i, uint64_t t, unsigned
 	b->cur = i;
 	b->pub.blk = b->mem + (size_t)i * b->bsize;
 	b->block_no++;
+	/* appends dropped by nesting took sequence numbers too: the gap shows
+	 * at this block's start (the handler could not number them itself) */
+	uint64_t nested = __atomic_load_n(&b->n_nested, __ATOMIC_RELAXED);
+	b->pending_drops += nested - b->nested_seen;
+	b->nested_seen = nested;
 	b->first_seq = b->next_seq + b->pending_drops;
 	at(b, 0)[4] = b->pending_drops;
 	b->pending_drops = 0;
@@ -283,7 +288,8 @@ void nc__trace_buf_counts(const struct nc__trace_buf *b, struct nc_trace_counts 
 {
 	uint64_t in_block = b->open ? cur_events(b) : 0;
 	uint64_t seq0 = b->open ? b->first_seq : b->next_seq;
-	o->events = seq0 + in_block + b->pending_drops;
+	o->events = seq0 + in_block + b->pending_drops +
+		    (__atomic_load_n(&b->n_nested, __ATOMIC_RELAXED) - b->nested_seen);
 	o->dropped = __atomic_load_n(&b->n_dropped, __ATOMIC_RELAXED);
 	o->nested = __atomic_load_n(&b->n_nested, __ATOMIC_RELAXED);
 	o->late = __atomic_load_n(&b->n_late, __ATOMIC_RELAXED);

@@ -220,7 +220,7 @@ static void test_nested_and_late(void **state)
 	nc_trace_get_counts(b, &c);
 	assert_int_equal(c.nested, 1);
 	assert_int_equal(c.late, 1);
-	assert_int_equal(c.events, 2);
+	assert_int_equal(c.events, 3); /* the nested one took a sequence number */
 	assert_int_equal(nc_trace_close(t), 0);
 	unlink(p);
 	free(p);
@@ -228,7 +228,8 @@ static void test_nested_and_late(void **state)
 
 /* A real signal storm: a timer's handler appends to the buffer the main
  * loop appends to.  Whatever interleaving happened, the file decodes,
- * every recorded event is intact, and recorded + nested = appended. */
+ * every recorded event is intact, every append took a sequence number,
+ * and the recorded events plus the gaps are all of them. */
 static struct nc_trace_buf *sig_buf;
 static volatile sig_atomic_t sig_count;
 
@@ -269,7 +270,7 @@ static void test_signal_storm(void **state)
 	struct nc_trace_counts c;
 	nc_trace_get_counts(sig_buf, &c);
 	long sigs = sig_count;
-	assert_int_equal(c.events + c.nested, (uint64_t)(n + sigs));
+	assert_int_equal(c.events, (uint64_t)(n + sigs));
 	nc_trace_thread_end(sig_buf);
 	assert_int_equal(nc_trace_close(t), 0);
 	const char *paths[1] = {p};
@@ -289,8 +290,14 @@ static void test_signal_storm(void **state)
 			last = ev[i].arg;
 		}
 		if (i > 0)
-			assert_int_equal(ev[i].seq, ev[i - 1].seq + 1);
+			assert_true(ev[i].seq > ev[i - 1].seq);
 	}
+	struct nc_trace_thread_info ti;
+	nc_trace_read_thread(r[0], 0, &ti);
+	assert_int_equal(ti.events + ti.missing, c.events);
+	assert_int_equal(ti.counts.nested, c.nested);
+	printf("      %ld main-loop events, %ld from the handler, %llu of them dropped nested\n", n, sigs,
+	       (unsigned long long)c.nested);
 	free(ev);
 	nc_trace_read_close(r[0]);
 	unlink(p);

@@ -4,6 +4,7 @@
 #   make check      install test dependencies if missing, build and run all tests
 #   make check SANITIZE=address,undefined | SANITIZE=thread
 #   make bench      build, then run `nanoclock bench`
+#   make fuzz-trace fuzz the trace decoder for FUZZ_SECONDS (30)
 #   make install    PREFIX=/usr/local DESTDIR=
 # Honours CC, CFLAGS, LDFLAGS, PREFIX, DESTDIR.  Cross: make CC=aarch64-linux-gnu-gcc
 
@@ -72,7 +73,8 @@ STATIC := $(B)/libnanoclock.a
 SHARED := $(B)/libnanoclock.so.$(VERSION)
 TOOL := $(B)/nanoclock
 
-.PHONY: all run check bench install uninstall clean examples deps tests check-cross check-inline
+.PHONY: all run check bench install uninstall clean examples deps tests check-cross check-inline \
+	fuzz-trace
 all: $(STATIC) $(SHARED) $(TOOL)
 
 # -MMD -MP: each object's header dependencies, tracked by the compiler
@@ -152,6 +154,11 @@ check-cross:
 # The fast path has no call but to nc_impl_*_slow (disassembly).
 check-inline:
 	./scripts/check-inline "$(CC)"
+
+# libFuzzer on the trace decoder (clang; installs it if missing).
+FUZZ_SECONDS ?= 30
+fuzz-trace:
+	./scripts/fuzz-trace $(FUZZ_SECONDS)
 
 # ---- install ----
 install: all

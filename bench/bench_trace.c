@@ -184,8 +184,11 @@ static double seq_cost(int threads, int global, long n, int rounds, double *over
 int nc_bench_trace(int quick)
 {
 	nc_init();
-	long n = quick ? 300000 : 3000000;
-	int rounds = quick ? 5 : 9;
+	/* many short rounds (20000 events: 0.2-0.3 ms, five block switches):
+	 * on a busy machine some of them run without being preempted, and the
+	 * fastest is the cost */
+	long n = 20000;
+	int rounds = quick ? 100 : 1000;
 	struct session plain, small, gseq, cpu, sync;
 	if (open_session(&plain, 0, 10) || open_session(&small, SMALL_RING, 10))
 		return 1;
@@ -214,21 +217,22 @@ int nc_bench_trace(int quick)
 		close_session(&gseq);
 	}
 	if (open_session(&cpu, NC_TRACE_CPUTIME | SMALL_RING, 10) == 0) {
-		evc = t_event(cpu.b, n / 10, rounds);
+		evc = t_event(cpu.b, n / 20, rounds);
 		close_session(&cpu);
 	}
 	/* the shortest period (1 us): a sync record every few dozen events; its
 	 * cost is the extra time divided by the share of events that paid it */
 	if (open_session(&sync, SMALL_RING, 0.001) == 0) {
-		double t = t_event(sync.b, n / 10, rounds);
+		double t = t_event(sync.b, n, rounds);
 		struct nc_trace_counts sc;
 		nc_trace_get_counts(sync.b, &sc);
 		if (sc.syncs > 0 && sc.events > 0)
 			evs = (t - evl2) / ((double)sc.syncs / (double)sc.events);
 		close_session(&sync);
 	}
-	printf("nanoclock bench trace%s — counter %s, %.3f MHz; one run, best of %d rounds\n\n",
-	       quick ? " --quick" : "", nc_counter_name(), nc_ticks_per_second() / 1e6, rounds);
+	printf("nanoclock bench trace%s — counter %s, %.3f MHz; one run, each figure the fastest of\n"
+	       "at least %d rounds of %ld events\n\n",
+	       quick ? " --quick" : "", nc_counter_name(), nc_ticks_per_second() / 1e6, rounds, n);
 	printf("%-44s %10s %12s\n", "append", "ns/event", "x nc_ticks");
 	printf("%-44s %10.2f %12.3f\n", "nc_ticks (inline unordered read: baseline)", base, 1.0);
 	printf("%-44s %10.2f %12.3f\n", "nc_trace_instant (default ring: 16 x 64 KiB)", ev,
@@ -248,7 +252,8 @@ int nc_bench_trace(int quick)
 	       "in L2;\n        %llu sync records in %llu events while measuring\n",
 	       ev / base, ev / base <= 1.5 ? "met" : "NOT met", evl2 / base,
 	       (unsigned long long)cnt.syncs, (unsigned long long)cnt.events);
-	long sn = quick ? 1000000 : 10000000;
+	long sn = 100000;
+	rounds = quick ? 30 : 200;
 	double ov, ovg, ovp;
 	double g1 = seq_cost(1, 1, sn, rounds, &ov), g2 = seq_cost(2, 1, sn, rounds, &ovg);
 	double p1 = seq_cost(1, 0, 20 * sn, rounds, &ov), p2 = seq_cost(2, 0, 20 * sn, rounds, &ovp);

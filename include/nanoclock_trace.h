@@ -149,7 +149,10 @@ struct nc_trace_buf {
 			   append to the library (options, full ring, ended) */
 	uint64_t base;  /* the counter value compact stamps are relative to */
 	uint64_t span;  /* an event with stamp - base >= span needs a sync first */
-	unsigned char *blk; /* the current block */
+	union {
+		unsigned char *blk; /* the current block */
+		uint64_t blk_word;  /* (the same size on 32-bit targets) */
+	};
 	uint64_t reserved[2];
 	/* the library's part (see src/internal.h) follows */
 };

@@ -19,8 +19,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* The largest file read: the reader holds it in memory. */
-#define MAX_FILE ((size_t)1 << 40)
+/* The largest file read: the reader holds it in memory (and half the
+ * address space on 32-bit targets). */
+#define MAX_FILE (UINT64_C(1) << 40)
 
 static int fail(char *why, size_t whylen, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -502,7 +503,7 @@ int nc_trace_read_file(struct nc_trace_reader **out, const char *path, char *why
 		fclose(f);
 		return fail(why, whylen, NC_TRACE_EIO, "not a regular file");
 	}
-	if ((uint64_t)st.st_size > MAX_FILE) {
+	if ((uint64_t)st.st_size > MAX_FILE || (uint64_t)st.st_size > SIZE_MAX / 2) {
 		fclose(f);
 		return fail(why, whylen, NC_TRACE_EIO, "file too large (%lld bytes)",
 			    (long long)st.st_size);

@@ -133,7 +133,7 @@ check: tests
 	@pass=0; fail=0; \
 	for t in $(TEST_BIN) $(CPP_TEST_BIN); do \
 		echo "== $$t"; \
-		if timeout $(TEST_TIMEOUT) $(RUN) $$t; then pass=$$((pass+1)); \
+		if NC_TEST_RUN="$(RUN)" timeout $(TEST_TIMEOUT) $(RUN) $$t; then pass=$$((pass+1)); \
 		else fail=$$((fail+1)); echo "FAILED: $$t"; fi; \
 	done; \
 	echo "== tool smoke test"; \

@@ -16,7 +16,9 @@
 #include <limits.h>
 #include <sys/wait.h>
 
-static char tool[PATH_MAX], example[PATH_MAX];
+/* the programs, each prefixed with the runner the tests run under
+ * (NC_TEST_RUN: qemu-user for a cross build, from `make check`) */
+static char tool[PATH_MAX + 256], example[PATH_MAX + 256];
 static char out_path[256], err_path[256];
 
 static int setup(void **state)
@@ -28,14 +30,20 @@ static int setup(void **state)
 		return -1;
 	self[n] = 0;
 	char *dir = dirname(self); /* $(B)/tests */
+	const char *runner = getenv("NC_TEST_RUN");
+	runner = runner ? runner : "";
 	snprintf(tool, sizeof(tool), "%s/../nanoclock", dir);
-	snprintf(example, sizeof(example), "%s/../examples/trace_pc", dir);
+	if (access(tool, X_OK) != 0)
+		return -1;
+	snprintf(tool, sizeof(tool), "%s%s%s/../nanoclock", runner, *runner ? " " : "", dir);
+	snprintf(example, sizeof(example), "%s%s%s/../examples/trace_pc", runner, *runner ? " " : "",
+		 dir);
 	char *o = tmp_path("out"), *e = tmp_path("err");
 	snprintf(out_path, sizeof(out_path), "%s", o);
 	snprintf(err_path, sizeof(err_path), "%s", e);
 	free(o);
 	free(e);
-	return access(tool, X_OK) == 0 ? 0 : -1;
+	return 0;
 }
 
 static int teardown(void **state)

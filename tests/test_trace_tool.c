@@ -305,7 +305,15 @@ static void test_demo_stats_export(void **state)
 	free(j);
 	/* two files merge on Unix time */
 	char *g = tmp_path("demo2");
-	assert_int_equal(run("%s trace demo %s --threads 1 --items 500 --gseq --cputime", tool, g), 0);
+	assert_int_equal(
+		run("%s trace demo %s --threads 1 --items 500 --gseq --cputime --sync-check", tool, g), 0);
+	assert_int_equal(run("%s trace stats %s --json", tool, g), 0);
+	o = contents(out_path, NULL);
+	assert_json(o);
+	assert_non_null(strstr(o, "\"global_seq\": true"));
+	assert_non_null(strstr(o, "\"cputime\": true"));
+	assert_null(strstr(o, "\"cross_cpu\": \"not run\"")); /* the verdict is in the file */
+	free(o);
 	assert_int_equal(run("%s trace export --format csv %s %s", tool, f, g), 0);
 	o = contents(out_path, NULL);
 	assert_int_equal(check_csv(o, 1, &begins), events + 5 * 500);

@@ -440,7 +440,7 @@ static void *consumer(void *arg)
 static int demo_usage(void)
 {
 	fprintf(stderr, "usage: nanoclock trace demo FILE [--threads N] [--items N] [--overwrite] "
-			"[--cputime] [--gseq] [--block-bytes N] [--blocks N]\n");
+			"[--cputime] [--gseq] [--sync-check] [--block-bytes N] [--blocks N]\n");
 	return 2;
 }
 
@@ -472,6 +472,8 @@ static int cmd_demo(int argc, char **argv)
 			c.flags |= NC_TRACE_CPUTIME;
 		} else if (!strcmp(o, "--gseq")) {
 			c.flags |= NC_TRACE_GSEQ;
+		} else if (!strcmp(o, "--sync-check")) {
+			c.flags |= NC_TRACE_SYNC_CHECK;
 		} else if (o[0] != '-' && !path) {
 			path = o;
 		} else {
@@ -541,7 +543,7 @@ static int usage(void)
 	fprintf(stderr, "usage: nanoclock trace stats FILE [--json]\n"
 			"       nanoclock trace export --format chrome|csv [-o OUT] FILE...\n"
 			"       nanoclock trace demo FILE [--threads N] [--items N] [--overwrite] "
-			"[--cputime] [--gseq]\n");
+			"[--cputime] [--gseq] [--sync-check]\n");
 	return 2;
 }
 

@@ -442,7 +442,7 @@ int nc_trace_close(struct nc_trace *t)
 			struct nc__trace_buf *b = t->bufs[i];
 			for (uint32_t k = 1; k <= b->nblk; k++) {
 				uint32_t j = (b->cur + k) % b->nblk;
-				if (b->state[j] == 1)
+				if (__atomic_load_n(&b->state[j], __ATOMIC_ACQUIRE) == 1)
 					write_block(t, b->mem + (size_t)j * b->bsize);
 			}
 		}

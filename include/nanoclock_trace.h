@@ -6,8 +6,9 @@
  * and two 8-byte stores: the low 32 bits of the counter, an event id, a kind
  * and a 64-bit argument.  The full counter value, CLOCK_MONOTONIC_RAW and
  * CLOCK_REALTIME are written in a sync record at the start of every block,
- * every sync period (10 ms by default) and before any event whose counter
- * value could not be told from its low 32 bits, so every event can be
+ * before an event more than a sync period (10 ms by default) after the
+ * previous sync record, and before any event whose counter value could not
+ * be told from its low 32 bits, so every event can be
  * reconstructed exactly and converted to nanoseconds and Unix time offline,
  * by interpolation between sync records (`nanoclock trace export`).  The
  * file format is in docs/trace-format.md.

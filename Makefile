@@ -5,6 +5,7 @@
 #   make check SANITIZE=address,undefined | SANITIZE=thread
 #   make check MODE=debug   internal consistency checks compiled in
 #   make bench      build, then run `nanoclock bench`
+#   make fuzz-trace fuzz the trace decoder for FUZZ_SECONDS (30)
 #   make install    PREFIX=/usr/local DESTDIR= (LIBDIR INCDIR BINDIR MANDIR CMAKEDIR);
 #                   NOMAN=1 without the man pages (they need scdoc)
 #   make man        the man pages (scdoc), in $(B)/man: man -M build/man nc_now_ns
@@ -73,7 +74,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 # headers live in src/).  CMakeLists.txt globs the same directory.
 HEADERS := $(sort $(wildcard include/*.h include/*.hpp))
 
-TOOL_SRC := tools/cli.c tools/args.c bench/bench.c bench/plot.c
+TOOL_SRC := tools/cli.c tools/args.c bench/bench.c bench/plot.c tools/trace.c bench/bench_trace.c
 TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/%.o)
 
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -84,7 +85,9 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 CXX_FOR_CC := $(patsubst %gcc,%g++,$(patsubst %clang,%clang++,$(patsubst cc,g++,$(CC))))
 NC_CXX := $(if $(filter default,$(origin CXX)),$(CXX_FOR_CC),$(CXX))
 HAVE_CXX := $(shell command -v $(firstword $(NC_CXX)) >/dev/null 2>&1 && echo yes)
-HAVE_CLANGXX := $(if $(RUN),,$(shell command -v clang++ >/dev/null 2>&1 && echo yes))
+# (only when CC builds for this machine: clang++ would link a cross build's library)
+NATIVE_CC := $(filter $(shell uname -m)-%,$(shell $(CC) -dumpmachine 2>/dev/null))
+HAVE_CLANGXX := $(if $(RUN),,$(if $(NATIVE_CC),$(shell command -v clang++ >/dev/null 2>&1 && echo yes)))
 CPP_TEST_BIN := $(if $(HAVE_CXX),$(B)/tests/cpp11 $(B)/tests/cpp20) \
 	$(if $(HAVE_CLANGXX),$(B)/tests/cpp11-clang $(B)/tests/cpp20-clang)
 CXXWARN := -Wall -Wextra -Wpedantic -Wshadow
@@ -107,7 +110,7 @@ SHARED := $(B)/libnanoclock.so.$(VERSION)
 TOOL := $(B)/nanoclock
 
 .PHONY: all run check bench install uninstall clean examples deps tests check-cross check-inline \
-	check-symbols check-version man man-skipped print-version print-soversion
+	check-symbols check-version man man-skipped print-version print-soversion fuzz-trace
 all: $(STATIC) $(SHARED) $(TOOL) $(if $(HAVE_SCDOC),man,man-skipped)
 
 print-version:
@@ -195,7 +198,7 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 	@pass=0; fail=0; \
 	for t in $(TEST_BIN) $(CPP_TEST_BIN); do \
 		echo "== $$t"; \
-		if timeout $(TEST_TIMEOUT) $(RUN) $$t; then pass=$$((pass+1)); \
+		if NC_TEST_RUN="$(RUN)" timeout $(TEST_TIMEOUT) $(RUN) $$t; then pass=$$((pass+1)); \
 		else fail=$$((fail+1)); echo "FAILED: $$t"; fi; \
 	done; \
 	echo "== tool smoke test"; \
@@ -234,6 +237,11 @@ check-symbols: $(SHARED)
 # Debian package's name.
 check-version:
 	./scripts/check-version
+
+# libFuzzer on the trace decoder (clang; installs it if missing).
+FUZZ_SECONDS ?= 30
+fuzz-trace:
+	./scripts/fuzz-trace $(FUZZ_SECONDS)
 
 # ---- install ----
 # The paths written into nanoclock.pc and nanoclockConfig.cmake are the

@@ -22,6 +22,7 @@
  * the figure that repeats.
  */
 #include "bench.h"
+#include "bench_trace.h"
 #include "../tools/args.h"
 
 #include <nanoclock.h>
@@ -748,7 +749,8 @@ static int usage(void)
 			"       nanoclock bench --plot DIR [--seconds N] [--quick]\n"
 			"       nanoclock bench init [--runs N] [--idle SECONDS]\n"
 			"       nanoclock bench unix [--seconds N] [--step]\n"
-			"       nanoclock bench sync [--runs N]\n");
+			"       nanoclock bench sync [--runs N]\n"
+			"       nanoclock bench trace [--quick]\n");
 	return 2;
 }
 
@@ -765,7 +767,7 @@ int nc_bench_main(int argc, char **argv)
 		const char *o = argv[i];
 		if (!strcmp(o, "--init-once") && !sub[0]) {
 			return init_once();
-		} else if (!strcmp(o, "--quick") && !sub[0]) {
+		} else if (!strcmp(o, "--quick") && (!sub[0] || !strcmp(sub, "trace"))) {
 			quick = 1;
 		} else if (!strcmp(o, "--runs") && (!strcmp(sub, "init") || !strcmp(sub, "sync"))) {
 			if (i + 1 >= argc || nc_arg_long(o, argv[++i], 1, 100000, &runs, why, sizeof(why))) {
@@ -802,6 +804,8 @@ int nc_bench_main(int argc, char **argv)
 		return bench_init((int)runs, idle);
 	if (!strcmp(sub, "unix"))
 		return bench_unix(seconds, step);
+	if (!strcmp(sub, "trace"))
+		return nc_bench_trace(quick);
 	if (sub[0])
 		return usage();
 	if (plot_dir)

@@ -22,7 +22,9 @@
  *     its end: nc_unix_ns never decreases;
  *   - otherwise the clock was stepped: the next epoch starts at the tie,
  *     with the system clock's value — a step like the system clock's own.
- *     The upkeep thread learns of a clock set as it happens and forces it.
+ *     The upkeep thread learns of a clock set as it happens and re-ties at
+ *     once, mid-epoch, by the same rule: a set smaller than a period's slew
+ *     (1 ms by default) is slewed in, a larger one followed as a step.
  * What nc_unix_ns may be off CLOCK_REALTIME by (tie_error): the two
  * brackets' half-widths, the correction still being slewed in, and the
  * rate's uncertainty times the tie's age.
@@ -36,6 +38,7 @@
 #define MAX_WALL_SLEW 1000e-6
 #define TIE_TRIES 8
 #define NTP_DRIFT_PPM 0.1 /* NTP's frequency moving within a period, allowed for */
+#define WIDE_NS 20000.0   /* a tie wider than this was preempted: not used to correct */
 
 static struct {
 	double period_ns;
@@ -102,10 +105,25 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int force_step)
 	double off_hw;
 	int64_t off = realtime_offset(&off_hw);
 	double hw = (double)b.width * ns_tick / 2 + off_hw;
+	/* On a busy machine every try may have been preempted: try again a
+	 * few times; a tie still that wide is not used to correct anything
+	 * (it could be off by its width), only to see a real step. */
+	for (int again = 0; again < 3 && hw > WIDE_NS; again++) {
+		struct nc__bracket b2;
+		double hw2;
+		nc__take_bracket(&io, TIE_TRIES, &b2);
+		int64_t off2 = realtime_offset(&hw2);
+		if (b2.width != UINT64_MAX && (double)b2.width * ns_tick / 2 + hw2 < hw) {
+			b = b2;
+			off = off2;
+			hw = (double)b2.width * ns_tick / 2 + hw2;
+		}
+	}
+	int unsure = hw > WIDE_NS;
 	int64_t real_at_mid = b.ref + off;
 	/* CLOCK_MONOTONIC's rate, in ns per tick, since the previous tie */
 	double rate = ns_tick, rate_ppm = S->ppm;
-	if (W.have && b.mid > W.a_tick) {
+	if (W.have && b.mid > W.a_tick && !unsure) {
 		double dt = (double)(b.mid - W.a_tick);
 		double r = (double)(b.ref - W.a_mono) / dt;
 		if (dt * ns_tick >= 0.05 * W.period_ns && fabs(r / ns_tick - 1) < 2e-3) {
@@ -119,10 +137,24 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int force_step)
 	int step = old == NULL;
 	if (old) {
 		err = (double)(int64_t)((uint64_t)real_at_mid - nc__epoch_value(old, b.mid));
-		step = force_step ? fabs(err) > 2 * hw + 1000 : fabs(err) > MAX_WALL_SLEW * W.period_ns + hw;
+		/* the same rule whether a period ended or the clock was set: a
+		 * set smaller than a period's slew is slewed (a set to the same
+		 * time, a 10 us NTP correction), never stepped back */
+		step = fabs(err) > MAX_WALL_SLEW * W.period_ns + hw;
 	}
 	uint64_t L = old ? old->t0 + old->span : 0;
-	if (step) {
+	/* where the read that asked for the tie is: behind the epoch's start
+	 * (a reset counter), inside it (the clock was set), or past its end */
+	int behind = old && (int64_t)(t - old->t0) < 0;
+	int mid_epoch = old && !behind && (int64_t)(t - L) < 0;
+	if (!step && unsure) {
+		/* no trustworthy tie: the old epoch goes on, as it was */
+		e = *old;
+		e.span = ((int64_t)(t - e.t0) > 0 ? t - e.t0 : 0) + span;
+		publish_wall(&e);
+		nc__log_locked(NC_LOG_DEBUG, "tie to the system clock skipped: bracket +-%.0f ns", hw);
+		return;
+	} else if (step) {
 		/* follow the system clock's step: from the tie, at its rate */
 		e.t0 = b.mid;
 		nc__slope_from_ns(rate, &e);
@@ -133,7 +165,19 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int force_step)
 				       force_step ? "set" : "stepped", err / 1e9);
 		}
 		err = 0;
-	} else if ((int64_t)(t - old->t0) < 0 || t - L > nc__lockfree_ticks) {
+	} else if (mid_epoch && (int64_t)(b.mid - old->t0) >= 0 && b.mid - old->t0 < old->span) {
+		/* the clock was set, mid-epoch: continue from the tie, correcting
+		 * from there (a reader still on the old epoch got at most the old
+		 * value at its counter value, which the new one meets) */
+		uint64_t v = nc__epoch_value(old, b.mid);
+		double adj = fmax(-MAX_WALL_SLEW,
+				  fmin(MAX_WALL_SLEW, (double)(int64_t)((uint64_t)real_at_mid - v) /
+							      W.period_ns));
+		e.t0 = b.mid;
+		nc__slope_from_ns(rate * (1 + adj), &e);
+		nc__clamp_slope(old, &e);
+		e.c0 = nc__c0_for(b.mid, v, e.mi, e.mf);
+	} else if (behind || (!mid_epoch && t - L > nc__lockfree_ticks)) {
 		/* late (nobody asked for a while): re-tie at the tie, never below
 		 * what readers may have been handed, slewing any rest */
 		uint64_t ceiling = nc__lockfree_ceiling(old);
@@ -152,7 +196,8 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int force_step)
 		/* differences first: an absolute Unix time has a 256 ns ulp in a double */
 		double err_l = (double)(int64_t)((uint64_t)real_at_mid - cl) +
 			       (double)(int64_t)(L - b.mid) * rate;
-		double len_ns = ((double)(t - L) + (double)span) * rate;
+		double len_ns = ((double)(int64_t)(t - L > 0 && !mid_epoch ? t - L : 0) + (double)span) *
+				rate;
 		double adj = fmax(-MAX_WALL_SLEW, fmin(MAX_WALL_SLEW, err_l / len_ns));
 		e.t0 = L;
 		nc__slope_from_ns(rate * (1 + adj), &e);

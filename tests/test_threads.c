@@ -8,6 +8,7 @@
 
 #include "internal.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -60,7 +61,11 @@ static void test_first_call_race(void **state)
 	for (int i = 0; i < RACERS; i++) {
 		assert_true(r[i].value != 0);
 		assert_string_equal(r[i].name, r[0].name);
-		assert_true(r[i].hz == r[0].hz);
+		/* one initialisation; a refresh (the first comes a millisecond
+		 * later) may refine the rate between two threads' calls, within
+		 * its stated uncertainty */
+		assert_true(fabs(r[i].hz - r[0].hz) / r[0].hz * 1e6 <=
+			    nc_ticks_per_second_uncertainty_ppm() * 2 + 0.01);
 		assert_true(r[i].hz >= 1e3 && r[i].hz <= 1e11);
 	}
 }

@@ -3,9 +3,11 @@
  *   nanoclock check ...       do the CPUs' counters agree?
  *   nanoclock bench ...       costs, init time and accuracy (bench/bench.c),
  *                             and PNGs with --plot DIR (bench/plot.c)
+ *   nanoclock trace ...       event traces: stats, export, demo (tools/trace.c)
  */
 #include "../bench/bench.h"
 #include "args.h"
+#include "trace.h"
 
 #include <nanoclock.h>
 #include <nanoclock_info.h>
@@ -268,7 +270,11 @@ static int usage(FILE *f)
 		   "       nanoclock bench --plot DIR [--seconds N] [--quick]\n"
 		   "       nanoclock bench init [--runs N] [--idle SECONDS]\n"
 		   "       nanoclock bench unix [--seconds N] [--step]\n"
-		   "       nanoclock bench sync [--runs N]\n");
+		   "       nanoclock bench sync [--runs N]\n"
+		   "       nanoclock bench trace [--quick]\n"
+		   "       nanoclock trace stats FILE [--json]\n"
+		   "       nanoclock trace export --format chrome|csv [-o OUT] FILE...\n"
+		   "       nanoclock trace demo FILE [--threads N] [--items N] [--overwrite]\n");
 	return f == stderr ? 2 : 0;
 }
 
@@ -445,6 +451,8 @@ int main(int argc, char **argv)
 		return cmd_check(argc, argv);
 	if (!strcmp(argv[1], "now"))
 		return cmd_now(argc, argv);
+	if (!strcmp(argv[1], "trace"))
+		return nc_trace_main(argc, argv);
 	if (strcmp(argv[1], "info") != 0)
 		return usage(stderr);
 	int json = 0;

@@ -1,0 +1,7 @@
+/* `nanoclock bench trace` (bench/bench_trace.c). */
+#ifndef NC_BENCH_TRACE_H
+#define NC_BENCH_TRACE_H
+
+int nc_bench_trace(int quick);
+
+#endif

@@ -1,0 +1,154 @@
+/*
+ * From counter values to nanoseconds, offline.
+ *
+ * Every sync record brackets CLOCK_MONOTONIC_RAW and CLOCK_REALTIME between
+ * two counter reads: a point (t, mono, real) known to within half the
+ * bracket.  All threads of a process read the same counter, so the sync
+ * records of all of them form one set of anchors:
+ *   - anchors with brackets wider than 1 ms are useless and dropped;
+ *   - in every 10 ms window the narrowest anchor is kept: interpolating
+ *     between anchors closer than that would turn their bracket noise into
+ *     rate errors (two 30 ns errors over 1 ms are 60 ppm; over 10 ms, 6);
+ *   - an anchor whose MONOTONIC_RAW is not above the previous one's is
+ *     dropped (a corrupt or hostile file; the clock never goes back).
+ * Between two anchors a counter value converts by linear interpolation
+ * (the anchors' own rate, as a 64.64 fixed-point ns-per-tick rounded to
+ * nearest, the core's conversion); before the first and after the last it
+ * is extrapolated with the trace's rate (its final, longest-baseline one
+ * when the file was closed).  So the error at any point is at most the
+ * larger half-bracket of the two anchors around it plus the rounding, and
+ * within a process time never goes back as the counter goes forward.
+ *
+ * Unix time adds CLOCK_REALTIME's offset from MONOTONIC_RAW, interpolated
+ * the same way (NTP slews it slowly), except where it changed by more than
+ * a slew could (1 ms plus 1000 ppm of the interval): the system clock was
+ * set, and the earlier offset holds until the anchor after the step.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#define MAX_WIDTH_S 1e-3
+#define WINDOW_S 10e-3
+#define MAX_SLEW 1000e-6
+#define MAX_STEP_NS 1e6
+
+static int cmp_anchor(const void *a, const void *b)
+{
+	const struct nc__tr_anchor *x = a, *y = b;
+	if (x->t != y->t)
+		return (x->t > y->t) - (x->t < y->t);
+	return (x->width > y->width) - (x->width < y->width);
+}
+
+/* a - b for int64 values that may be anything (hostile files) */
+static int64_t sub64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+
+void nc__tr_anchors_build(struct nc_trace_reader *r)
+{
+	struct nc_trace_info *in = &r->info;
+	double hz = in->hz;
+	uint64_t maxw = (uint64_t)(hz * MAX_WIDTH_S), win = (uint64_t)(hz * WINDOW_S);
+	size_t n = 0, total = r->nan;
+	for (size_t i = 0; i < r->nan; i++)
+		if (r->an[i].width <= maxw)
+			r->an[n++] = r->an[i];
+	if (n > 1)
+		qsort(r->an, n, sizeof(*r->an), cmp_anchor);
+	/* the narrowest of each window */
+	size_t k = 0, back = 0;
+	for (size_t i = 0; i < n;) {
+		size_t best = i, j = i + 1;
+		while (j < n && r->an[j].t - r->an[i].t < win) {
+			if (r->an[j].width < r->an[best].width)
+				best = j;
+			j++;
+		}
+		/* time must go forward with the counter */
+		if (k == 0 || (r->an[best].t > r->an[k - 1].t && r->an[best].mono > r->an[k - 1].mono))
+			r->an[k++] = r->an[best];
+		else
+			back++;
+		i = j;
+	}
+	r->nan = k;
+	in->anchors = k;
+	in->anchors_rejected = total - n + back; /* too wide, or going back */
+	double maxhw = 0;
+	for (size_t i = 0; i < k; i++) {
+		struct nc__tr_anchor *a = &r->an[i];
+		if ((double)a->width / 2 / hz * 1e9 > maxhw)
+			maxhw = (double)a->width / 2 / hz * 1e9;
+		a->have_slope = 0;
+		a->step = 0;
+		if (i + 1 == k)
+			break;
+		const struct nc__tr_anchor *b = &r->an[i + 1];
+		uint64_t dt = b->t - a->t;
+		uint64_t dm = (uint64_t)b->mono - (uint64_t)a->mono;
+		double seg_hz = (double)dt / (double)dm * 1e9;
+		/* a segment far off the trace's rate is a clock event (a suspend,
+		 * a VM paused), not a rate: extrapolate across it */
+		if (fabs(seg_hz / hz - 1) < 0.01 && nc__ns_per_tick(seg_hz, &a->mi, &a->mf) == 0)
+			a->have_slope = 1;
+		int64_t doff = sub64(sub64(b->real, b->mono), sub64(a->real, a->mono));
+		if (fabs((double)doff) > MAX_STEP_NS + MAX_SLEW * (double)dm)
+			a->step = 1;
+	}
+	in->max_anchor_halfwidth_ns = maxhw;
+	if (k >= 2) {
+		const struct nc__tr_anchor *a = &r->an[0], *b = &r->an[k - 1];
+		double rate = (double)(b->t - a->t) / (double)((uint64_t)b->mono - (uint64_t)a->mono) * 1e9;
+		in->anchor_rate_ppm = (rate / hz - 1) * 1e6;
+	}
+}
+
+/* d ticks from a point, either direction, with conversion c */
+static uint64_t signed_conv(const nc_conv_t *c, uint64_t from, uint64_t t)
+{
+	if (t >= from)
+		return nc_conv_ticks_to_ns(c, t - from);
+	return (uint64_t)0 - nc_conv_ticks_to_ns(c, from - t);
+}
+
+void nc__tr_convert(const struct nc_trace_reader *r, uint64_t t, int64_t *mono, int64_t *unx)
+{
+	size_t n = r->nan;
+	if (n == 0) {
+		const struct nc_trace_info *in = &r->info;
+		uint64_t d = signed_conv(&r->conv, in->tie_ticks, t);
+		*mono = (int64_t)((uint64_t)in->tie_mono_ns + d);
+		*unx = (int64_t)((uint64_t)in->tie_unix_ns + d);
+		return;
+	}
+	const struct nc__tr_anchor *an = r->an;
+	/* the last anchor at or before t (or the first) */
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (an[mid].t <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t i = lo ? lo - 1 : 0;
+	const struct nc__tr_anchor *a = &an[i];
+	int64_t off = sub64(a->real, a->mono);
+	uint64_t m;
+	if (t >= a->t && i + 1 < n) {
+		const struct nc__tr_anchor *b = &an[i + 1];
+		uint64_t d = t - a->t;
+		m = (uint64_t)a->mono + (a->have_slope ? nc_impl_scale(d, a->mi, a->mf)
+						       : nc_conv_ticks_to_ns(&r->conv, d));
+		if (!a->step) {
+			int64_t doff = sub64(sub64(b->real, b->mono), off);
+			double f = (double)d / (double)(b->t - a->t);
+			off = (int64_t)((uint64_t)off + (uint64_t)(int64_t)llround((double)doff * f));
+		}
+	} else {
+		m = (uint64_t)a->mono + signed_conv(&r->conv, a->t, t);
+	}
+	*mono = (int64_t)m;
+	*unx = (int64_t)(m + (uint64_t)off);
+}

@@ -1,0 +1,438 @@
+/* `nanoclock trace` end to end, through the tool built beside this test
+ * ($(B)/nanoclock): demo -> stats -> export, checked here field by field
+ * (the event counts the demo guarantees, the merged order, valid JSON),
+ * the example's trace converted, two files merged, and bad files and bad
+ * usage answered with one line on stderr and a non-zero exit. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "trace_util.h"
+
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <sys/wait.h>
+
+/* the programs, each prefixed with the runner the tests run under
+ * (NC_TEST_RUN: qemu-user for a cross build, from `make check`) */
+static char tool[PATH_MAX + 256], example[PATH_MAX + 256];
+static char out_path[256], err_path[256];
+
+static int setup(void **state)
+{
+	(void)state;
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return -1;
+	self[n] = 0;
+	char *dir = dirname(self); /* $(B)/tests */
+	const char *runner = getenv("NC_TEST_RUN");
+	runner = runner ? runner : "";
+	snprintf(tool, sizeof(tool), "%s/../nanoclock", dir);
+	if (access(tool, X_OK) != 0)
+		return -1;
+	snprintf(tool, sizeof(tool), "%s%s%s/../nanoclock", runner, *runner ? " " : "", dir);
+	snprintf(example, sizeof(example), "%s%s%s/../examples/trace_pc", runner, *runner ? " " : "",
+		 dir);
+	char *o = tmp_path("out"), *e = tmp_path("err");
+	snprintf(out_path, sizeof(out_path), "%s", o);
+	snprintf(err_path, sizeof(err_path), "%s", e);
+	free(o);
+	free(e);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unlink(out_path);
+	unlink(err_path);
+	return 0;
+}
+
+/* Runs the command line (the tool's path first), stdout and stderr to
+ * files; returns the exit status. */
+static int run(const char *fmt, ...)
+{
+	char args[2048], cmd[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "%s >%s 2>%s", args, out_path, err_path);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static char *contents(const char *path, size_t *len)
+{
+	size_t n;
+	unsigned char *b = slurp(path, &n);
+	assert_non_null(b);
+	char *s = realloc(b, n + 1);
+	s[n] = 0;
+	if (len)
+		*len = n;
+	return s;
+}
+
+static long count_str(const char *s, const char *what)
+{
+	long n = 0;
+	for (const char *p = s; (p = strstr(p, what)) != NULL; p += strlen(what))
+		n++;
+	return n;
+}
+
+/* "key": number in a JSON text */
+static long long json_num(const char *s, const char *key)
+{
+	char k[64];
+	snprintf(k, sizeof(k), "\"%s\": ", key);
+	const char *p = strstr(s, k);
+	if (!p)
+		fail_msg("no %s in the output", key);
+	return strtoll(p + strlen(k), NULL, 10);
+}
+
+/* ---- a small JSON checker: the whole text is one valid value ---- */
+static const char *ws(const char *p)
+{
+	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+		p++;
+	return p;
+}
+static const char *jvalue(const char *p, int depth);
+static const char *jstring(const char *p)
+{
+	if (*p++ != '"')
+		return NULL;
+	while (*p && *p != '"') {
+		if ((unsigned char)*p < 0x20)
+			return NULL;
+		if (*p == '\\') {
+			p++;
+			if (*p == 'u') {
+				for (int i = 1; i <= 4; i++)
+					if (!strchr("0123456789abcdefABCDEF", p[i]) || !p[i])
+						return NULL;
+				p += 4;
+			} else if (!*p || !strchr("\"\\/bfnrt", *p)) {
+				return NULL;
+			}
+		}
+		p++;
+	}
+	return *p == '"' ? p + 1 : NULL;
+}
+static const char *jnumber(const char *p)
+{
+	const char *s = p;
+	if (*p == '-')
+		p++;
+	if (*p < '0' || *p > '9')
+		return NULL;
+	while ((*p >= '0' && *p <= '9') || *p == '.' || *p == 'e' || *p == 'E' || *p == '+' ||
+	       (*p == '-' && p > s))
+		p++;
+	return p;
+}
+static const char *jvalue(const char *p, int depth)
+{
+	if (depth > 64)
+		return NULL;
+	p = ws(p);
+	if (*p == '{' || *p == '[') {
+		char close = *p == '{' ? '}' : ']';
+		int obj = *p == '{';
+		p = ws(p + 1);
+		if (*p == close)
+			return p + 1;
+		for (;;) {
+			if (obj) {
+				p = jstring(ws(p));
+				if (!p)
+					return NULL;
+				p = ws(p);
+				if (*p++ != ':')
+					return NULL;
+			}
+			p = jvalue(p, depth + 1);
+			if (!p)
+				return NULL;
+			p = ws(p);
+			if (*p == close)
+				return p + 1;
+			if (*p++ != ',')
+				return NULL;
+		}
+	}
+	if (*p == '"')
+		return jstring(p);
+	if (!strncmp(p, "true", 4) || !strncmp(p, "null", 4))
+		return p + 4;
+	if (!strncmp(p, "false", 5))
+		return p + 5;
+	return jnumber(p);
+}
+static void assert_json(const char *s)
+{
+	const char *e = jvalue(s, 0);
+	if (!e || *ws(e))
+		fail_msg("invalid JSON near byte %ld", e ? (long)(e - s) : -1L);
+}
+
+/* ---- CSV: file,thread,thread_name,seq,gseq,kind,id,name,arg,ticks,mono_ns,unix_ns,cpu_ns ---- */
+struct row {
+	unsigned file, thread;
+	uint64_t seq, ticks;
+	int64_t mono, unx;
+	char kind[16];
+};
+static int split_row(char *line, struct row *r)
+{
+	char *f[13];
+	int n = 0;
+	char *p = line;
+	while (n < 13) {
+		f[n++] = p;
+		if (*p == '"') { /* quoted: "" is a quote */
+			p++;
+			while (*p && !(*p == '"' && p[1] != '"'))
+				p += *p == '"' ? 2 : 1;
+			if (*p)
+				p++;
+		}
+		char *c = strchr(p, ',');
+		if (!c)
+			break;
+		*c = 0;
+		p = c + 1;
+	}
+	if (n != 13)
+		return -1;
+	r->file = (unsigned)strtoul(f[0], NULL, 10);
+	r->thread = (unsigned)strtoul(f[1], NULL, 10);
+	r->seq = strtoull(f[3], NULL, 10);
+	snprintf(r->kind, sizeof(r->kind), "%s", f[5]);
+	r->ticks = strtoull(f[9], NULL, 10);
+	r->mono = strtoll(f[10], NULL, 10);
+	r->unx = strtoll(f[11], NULL, 10);
+	return 0;
+}
+
+/* Checks a CSV export: header, rows, merge order; returns the rows. */
+static long check_csv(char *s, int by_unix, long *begins)
+{
+	char *save, *line = strtok_r(s, "\n", &save);
+	assert_non_null(line);
+	assert_string_equal(line, "file,thread,thread_name,seq,gseq,kind,id,name,arg,ticks,mono_ns,"
+				  "unix_ns,cpu_ns");
+	long n = 0;
+	struct row prev = {0}, r;
+	uint64_t next_seq[64][64] = {{0}};
+	*begins = 0;
+	while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+		if (split_row(line, &r) != 0)
+			fail_msg("bad CSV row %ld: %s", n + 1, line);
+		assert_true(r.file < 64 && r.thread < 64);
+		/* each thread's sequence is whole: the demo loses nothing */
+		assert_int_equal(r.seq, next_seq[r.file][r.thread]);
+		next_seq[r.file][r.thread]++;
+		if (n > 0) {
+			if (by_unix)
+				assert_true(r.unx >= prev.unx);
+			else
+				assert_true(r.ticks >= prev.ticks && r.mono >= prev.mono);
+		}
+		*begins += !strcmp(r.kind, "begin");
+		prev = r;
+		n++;
+	}
+	return n;
+}
+
+static void test_demo_stats_export(void **state)
+{
+	(void)state;
+	char *f = tmp_path("demo");
+	const long threads = 2, items = 3000;
+	assert_int_equal(run("%s trace demo %s --threads %ld --items %ld", tool, f, threads, items), 0);
+	char *o = contents(out_path, NULL);
+	assert_non_null(strstr(o, "wrote"));
+	free(o);
+	/* stats: every event the demo makes (producer 3 per item, consumer 2) */
+	const long events = 5 * threads * items;
+	assert_int_equal(run("%s trace stats %s --json", tool, f), 0);
+	o = contents(out_path, NULL);
+	assert_json(o);
+	assert_int_equal(json_num(o, "events"), events);
+	assert_int_equal(json_num(o, "threads"), 2 * threads);
+	assert_int_equal(json_num(o, "dropped"), 0);
+	assert_int_equal(json_num(o, "sequence_gaps"), 0);
+	assert_non_null(strstr(o, "\"closed\": true"));
+	assert_true(json_num(o, "span_ns") > 0);
+	free(o);
+	assert_int_equal(run("%s trace stats %s", tool, f), 0);
+	o = contents(out_path, NULL);
+	assert_non_null(strstr(o, "events       30000 in 4 threads"));
+	free(o);
+	/* CSV: every event once, in time order, each thread's sequence whole */
+	assert_int_equal(run("%s trace export --format csv %s", tool, f), 0);
+	o = contents(out_path, NULL);
+	long begins;
+	assert_int_equal(check_csv(o, 0, &begins), events);
+	assert_int_equal(begins, 2 * threads * items);
+	free(o);
+	/* Chrome JSON, to a file: valid, with the demo's begin/end/counter events */
+	char *j = tmp_path("json");
+	assert_int_equal(run("%s trace export --format chrome -o %s %s", tool, j, f), 0);
+	size_t n;
+	o = contents(j, &n);
+	assert_json(o);
+	assert_int_equal(count_str(o, "\"ph\": \"B\""), 2 * threads * items);
+	assert_int_equal(count_str(o, "\"ph\": \"E\""), 2 * threads * items);
+	assert_int_equal(count_str(o, "\"ph\": \"C\""), threads * items);
+	assert_int_equal(count_str(o, "\"name\": \"thread_name\""), 2 * threads);
+	assert_non_null(strstr(o, "\"traceEvents\""));
+	assert_non_null(strstr(o, "\"name\": \"produce\""));
+	free(o);
+	unlink(j);
+	free(j);
+	/* two files merge on Unix time */
+	char *g = tmp_path("demo2");
+	assert_int_equal(
+		run("%s trace demo %s --threads 1 --items 500 --gseq --cputime --sync-check", tool, g), 0);
+	assert_int_equal(run("%s trace stats %s --json", tool, g), 0);
+	o = contents(out_path, NULL);
+	assert_json(o);
+	assert_non_null(strstr(o, "\"global_seq\": true"));
+	assert_non_null(strstr(o, "\"cputime\": true"));
+	assert_null(strstr(o, "\"cross_cpu\": \"not run\"")); /* the verdict is in the file */
+	free(o);
+	assert_int_equal(run("%s trace export --format csv %s %s", tool, f, g), 0);
+	o = contents(out_path, NULL);
+	assert_int_equal(check_csv(o, 1, &begins), events + 5 * 500);
+	free(o);
+	assert_int_equal(run("%s trace export --format chrome %s %s", tool, f, g), 0);
+	o = contents(out_path, NULL);
+	assert_json(o);
+	assert_non_null(strstr(o, "\"timebase\": \"unix\""));
+	free(o);
+	unlink(g);
+	free(g);
+	unlink(f);
+	free(f);
+}
+
+/* The example writes a trace the tool reads and converts. */
+static void test_example(void **state)
+{
+	(void)state;
+	char *f = tmp_path("pc");
+	assert_int_equal(run("%s %s", example, f), 0);
+	assert_int_equal(run("%s trace export --format csv %s", tool, f), 0);
+	char *o = contents(out_path, NULL);
+	long begins;
+	long rows = check_csv(o, 0, &begins);
+	assert_true(rows >= 2 * 2000 * 2 * 2); /* produce and consume pairs at least */
+	free(o);
+	assert_int_equal(run("%s trace export --format chrome %s", tool, f), 0);
+	o = contents(out_path, NULL);
+	assert_json(o);
+	assert_non_null(strstr(o, "wait for an item") ? o : strstr(o, "consume"));
+	free(o);
+	unlink(f);
+	free(f);
+}
+
+/* A bad file: exit status 1, one line on stderr naming the file, nothing
+ * on stdout. */
+static void expect_bad(const char *file, const char *word)
+{
+	const char *cmds[] = {"trace stats %s", "trace stats %s --json", "trace export --format csv %s",
+			      "trace export --format chrome %s"};
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		char c[512];
+		snprintf(c, sizeof(c), "%%s %s", cmds[i]);
+		int st = run(c, tool, file);
+		size_t on, en;
+		char *o = contents(out_path, &on), *e = contents(err_path, &en);
+		if (st != 1 || on != 0 || en == 0 || count_str(e, "\n") != 1 || !strstr(e, file) ||
+		    !strstr(e, word))
+			fail_msg("'%s' on %s: status %d, stdout %zu bytes, stderr: %s", cmds[i], file, st, on,
+				 e);
+		free(o);
+		free(e);
+	}
+}
+
+static void test_bad_files(void **state)
+{
+	(void)state;
+	char *good = tmp_path("good"), *bad = tmp_path("bad");
+	assert_int_equal(run("%s trace demo %s --threads 1 --items 200", tool, good), 0);
+	size_t n;
+	unsigned char *b = slurp(good, &n);
+	assert_non_null(b);
+	FILE *f;
+	/* empty */
+	f = fopen(bad, "wb");
+	fclose(f);
+	expect_bad(bad, "empty file");
+	/* cut in the middle of a record */
+	f = fopen(bad, "wb");
+	fwrite(b, 1, n - 13, f);
+	fclose(f);
+	expect_bad(bad, "truncated");
+	/* garbage */
+	f = fopen(bad, "wb");
+	for (int i = 0; i < 5000; i++)
+		fputc((i * 131 + 7) & 0xff, f);
+	fclose(f);
+	expect_bad(bad, "not a nanoclock trace");
+	/* corrupt: a block's record length made hostile */
+	b[NC__TR_FILE_HDR + NC__TR_DOMAIN_BYTES + 4] = 3;
+	f = fopen(bad, "wb");
+	fwrite(b, 1, n, f);
+	fclose(f);
+	expect_bad(bad, "corrupt");
+	/* missing, and a directory */
+	expect_bad("/nonexistent/trace.nct", "cannot open");
+	expect_bad("/tmp", "not a regular file");
+	/* one bad file among good ones fails the whole export */
+	assert_int_equal(run("%s trace export --format csv %s %s", tool, good, bad), 1);
+	free(b);
+	unlink(good);
+	unlink(bad);
+	free(good);
+	free(bad);
+}
+
+static void test_usage(void **state)
+{
+	(void)state;
+	assert_int_equal(run("%s trace", tool), 2);
+	assert_int_equal(run("%s trace stats", tool), 2);
+	assert_int_equal(run("%s trace export x.nct", tool), 2);
+	assert_int_equal(run("%s trace export --format xml x.nct", tool), 2);
+	assert_int_equal(run("%s trace demo", tool), 2);
+	assert_int_equal(run("%s trace demo /tmp/x --threads 0", tool), 2);
+	assert_int_equal(run("%s trace demo /tmp/x --block-bytes 1000", tool), 2);
+	assert_int_equal(run("%s trace demo /nonexistent/x.nct", tool), 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_demo_stats_export),
+		cmocka_unit_test(test_example),
+		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_usage),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -124,6 +124,38 @@ static void child_steps(const char *arg)
 	CHECK(st.steps == 2);
 }
 
+/* What the upkeep thread does when the system clock is set: a re-tie at
+ * once, mid-epoch.  A large set is followed immediately, as a step; a small
+ * one, or a set to the same time, is slewed in — never stepped back. */
+static void child_set_notice(const char *arg)
+{
+	(void)arg;
+	begin();
+	live(3e9, 10e6, 1e9);
+	w.T += 300e6; /* mid-epoch */
+	world_real_step(-2e9L);
+	nc__wall_clock_was_set();
+	int64_t u = nc_unix_ns(), real = (int64_t)world_real();
+	CHECK(llabs(u - real) < 2000); /* followed at once */
+	R.last_unix = u;
+	struct nc_unix_status st;
+	nc_get_unix_status(&st);
+	CHECK(st.steps == 1);
+	for (int i = 0; i < 200; i++) { /* spurious and small sets */
+		w.T += 1e6;
+		if (i == 100)
+			world_real_step(-5e3L);
+		nc__wall_clock_was_set();
+		int64_t v = nc_unix_ns();
+		CHECK(v >= R.last_unix);
+		R.last_unix = v;
+	}
+	live(2e9, 10e6, 1e9);
+	CHECK(R.unix_err < 2000 && R.unix_backs == 0);
+	nc_get_unix_status(&st);
+	CHECK(st.steps == 1);
+}
+
 static void child_slew(const char *arg)
 {
 	double ppm = atof(arg);
@@ -242,6 +274,7 @@ static void child_unsynchronised(const char *arg)
 static const struct child_case cases[] = {
 	{"undisturbed", child_undisturbed, NULL, "world", NULL},
 	{"steps", child_steps, NULL, "world", NULL},
+	{"set_notice", child_set_notice, NULL, "world", NULL},
 	{"slew_plus_500", child_slew, "500", "world", NULL},
 	{"slew_minus_500", child_slew, "-500", "world", NULL},
 	{"migration", child_migration, NULL, "world", NULL},

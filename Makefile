@@ -50,7 +50,8 @@ LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 HEADERS := include/nanoclock.h include/nanoclock_impl.h include/nanoclock_info.h \
 	include/nanoclock_sync.h include/nanoclock.hpp
 
-TOOL_SRC := tools/cli.c tools/args.c bench/bench.c
+TOOL_SRC := tools/cli.c tools/args.c tools/opts.c bench/bench.c bench/bench_args.c \
+	bench/bench_stress.c bench/bench_latency.c
 TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/%.o)
 
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -72,7 +73,8 @@ STATIC := $(B)/libnanoclock.a
 SHARED := $(B)/libnanoclock.so.$(VERSION)
 TOOL := $(B)/nanoclock
 
-.PHONY: all run check bench install uninstall clean examples deps tests check-cross check-inline
+.PHONY: all run check bench install uninstall clean examples deps tests check-cross check-inline \
+	check-hygiene check-valgrind check-matrix fuzz fuzz-run
 all: $(STATIC) $(SHARED) $(TOOL)
 
 # -MMD -MP: each object's header dependencies, tracked by the compiler
@@ -140,7 +142,11 @@ check: tests
 	done; \
 	if [ -z "$(RUN)" ]; then \
 		if ./scripts/check-inline "$(CC)"; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+		if ./scripts/check-hygiene $(B); then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	fi; \
+	echo "== tests/test_cli.sh"; \
+	if RUN="$(RUN)" ./tests/test_cli.sh ./$(TOOL); then pass=$$((pass+1)); \
+	else fail=$$((fail+1)); echo "FAILED: tests/test_cli.sh"; fi; \
 	echo "test programs: $$pass passed, $$fail failed"; \
 	test $$fail -eq 0
 
@@ -152,6 +158,21 @@ check-cross:
 # The fast path has no call but to nc_impl_*_slow (disassembly).
 check-inline:
 	./scripts/check-inline "$(CC)"
+
+# The library's objects reference nothing that prints, exits or aborts.
+check-hygiene: $(STATIC) $(SHARED)
+	./scripts/check-hygiene $(B)
+
+# valgrind memcheck over every test program and the tool, in a build of its
+# own (-O1 -g, no sanitizer): errors, leaks, file descriptors left open.
+check-valgrind:
+	@[ -n "$(NC_SKIP_DEPS)" ] || ./scripts/install-test-deps valgrind
+	$(MAKE) B=build/valgrind SANITIZE= CFLAGS="-O1 -g" NC_SKIP_DEPS=1 tests
+	./scripts/check-valgrind build/valgrind
+
+# The CI build matrix (gcc/clang x -O0/-O2, sanitizers, valgrind, -Werror).
+check-matrix:
+	./scripts/ci-matrix
 
 # ---- install ----
 install: all

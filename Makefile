@@ -170,6 +170,30 @@ check-valgrind:
 	$(MAKE) B=build/valgrind SANITIZE= CFLAGS="-O1 -g" NC_SKIP_DEPS=1 tests
 	./scripts/check-valgrind build/valgrind
 
+# libFuzzer harnesses (clang): NANOCLOCK_HZ and the numeric settings, the
+# NANOCLOCK_* reader with a fuzzed environment, the tool's command line.
+FUZZ_CC ?= clang
+FUZZ_FLAGS := -std=gnu11 -Iinclude -Isrc -D_GNU_SOURCE -g -O1 $(WARN) -Werror \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_BIN := build/fuzz/fuzz_hz build/fuzz/fuzz_env build/fuzz/fuzz_cli
+fuzz: $(FUZZ_BIN)
+build/fuzz/fuzz_hz: fuzz/fuzz_hz.c fuzz/fuzz_util.h src/env.c src/internal.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_hz.c src/env.c -lm
+build/fuzz/fuzz_env: fuzz/fuzz_env.c fuzz/fuzz_util.h src/env.c src/internal.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_env.c src/env.c -lm
+build/fuzz/fuzz_cli: fuzz/fuzz_cli.c fuzz/fuzz_util.h tools/opts.c tools/opts.h tools/args.c \
+		tools/args.h bench/bench_args.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_cli.c tools/opts.c tools/args.c bench/bench_args.c -lm
+# Each harness for FUZZ_SECONDS (CI: a short run) or FUZZ_RUNS executions.
+FUZZ_SECONDS ?= 15
+fuzz-run:
+	@[ -n "$(NC_SKIP_DEPS)" ] || ./scripts/install-test-deps clang
+	$(MAKE) fuzz
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) ./scripts/fuzz-run
+
 # The CI build matrix (gcc/clang x -O0/-O2, sanitizers, valgrind, -Werror).
 check-matrix:
 	./scripts/ci-matrix

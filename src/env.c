@@ -130,11 +130,23 @@ int nc__parse_positive(const char *s, double lo, double hi, double *out, char *w
 #define DEFAULT_CALIB_PPM 1.0
 #define DEFAULT_CALIB_MAX_MS 20.0
 
+static const char *from_environ(const char *name, void *ctx)
+{
+	(void)ctx;
+	return getenv(name);
+}
+
 void nc__config_read(struct nc__config *c, double app_ppm, double app_ms)
+{
+	nc__config_read_from(c, app_ppm, app_ms, from_environ, NULL);
+}
+
+void nc__config_read_from(struct nc__config *c, double app_ppm, double app_ms,
+			  const char *(*get)(const char *name, void *ctx), void *ctx)
 {
 	memset(c, 0, sizeof(*c));
 	char q[48];
-	const char *v = getenv("NANOCLOCK_COUNTER");
+	const char *v = get("NANOCLOCK_COUNTER", ctx);
 	if (v) {
 		c->counter_set = 1;
 		if (!*v)
@@ -147,14 +159,14 @@ void nc__config_read(struct nc__config *c, double app_ppm, double app_ms)
 		else
 			snprintf(c->counter, sizeof(c->counter), "%s", v);
 	}
-	v = getenv("NANOCLOCK_HZ");
+	v = get("NANOCLOCK_HZ", ctx);
 	if (v) {
 		c->hz_set = 1;
 		snprintf(c->hz_text, sizeof(c->hz_text), "%s", v);
 		if (nc__parse_hz(v, &c->hz, c->hz_why, sizeof(c->hz_why)) != 0)
 			c->hz = 0;
 	}
-	v = getenv("NANOCLOCK_HZ_FORCE");
+	v = get("NANOCLOCK_HZ_FORCE", ctx);
 	c->hz_force = v && strcmp(v, "1") == 0;
 	if (v && strcmp(v, "1") != 0 && strcmp(v, "0") != 0)
 		snprintf(c->force_why, sizeof(c->force_why),
@@ -164,14 +176,14 @@ void nc__config_read(struct nc__config *c, double app_ppm, double app_ms)
 	c->calib_max_ms = app_ms > 0 ? app_ms : DEFAULT_CALIB_MAX_MS;
 	char why[96];
 	double x;
-	v = getenv("NANOCLOCK_CALIB_PPM");
+	v = get("NANOCLOCK_CALIB_PPM", ctx);
 	if (v) {
 		if (nc__parse_positive(v, 0.001, 1000, &x, why, sizeof(why)) == 0)
 			c->calib_ppm = x;
 		else
 			snprintf(c->calib_why, sizeof(c->calib_why), "NANOCLOCK_CALIB_PPM refused: %.90s", why);
 	}
-	v = getenv("NANOCLOCK_CALIB_MAX_MS");
+	v = get("NANOCLOCK_CALIB_MAX_MS", ctx);
 	if (v) {
 		if (nc__parse_positive(v, 0.1, 10000, &x, why, sizeof(why)) == 0)
 			c->calib_max_ms = x;
@@ -179,7 +191,7 @@ void nc__config_read(struct nc__config *c, double app_ppm, double app_ms)
 			snprintf(c->calib_why, sizeof(c->calib_why), "NANOCLOCK_CALIB_MAX_MS refused: %.90s",
 				 why);
 	}
-	v = getenv("NANOCLOCK_UNIX_REFRESH_MS");
+	v = get("NANOCLOCK_UNIX_REFRESH_MS", ctx);
 	if (v) {
 		if (nc__parse_positive(v, 1, 60000, &x, why, sizeof(why)) == 0)
 			c->unix_refresh_ms = x;

@@ -80,6 +80,10 @@ NC_HIDDEN int nc__parse_positive(const char *s, double lo, double hi, double *ou
 /* Fill *c from the environment and from what the application set before
  * init (app_ppm/app_ms, 0 if not set). */
 NC_HIDDEN void nc__config_read(struct nc__config *c, double app_ppm, double app_ms);
+/* ... from another environment: get(name, ctx) returns a value or NULL
+ * (the fuzzer's; nc__config_read passes getenv). */
+NC_HIDDEN void nc__config_read_from(struct nc__config *c, double app_ppm, double app_ms,
+				    const char *(*get)(const char *name, void *ctx), void *ctx);
 
 /* ---- calibrate.c ---- */
 /* Where calibration reads its counter and its reference clock.  The real

@@ -5,9 +5,14 @@
 # non-zero exit (2: bad command line; 4: nc_init() refused a NANOCLOCK_*
 # setting, the command's output still printed), never a crash.
 #   tests/test_cli.sh path/to/nanoclock      (RUN="qemu-aarch64 -L /" to emulate)
+# Under emulation (RUN set) every third case only: a run of the tool costs
+# ~0.5 s under qemu, and the parsers are portable C, fuzzed natively.
 set -u
 TOOL=${1:?usage: tests/test_cli.sh path/to/nanoclock}
 RUN=${RUN:-}
+quick=${NC_CLI_QUICK:-}
+[ -z "$RUN" ] || quick=1
+seq_no=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0
@@ -21,6 +26,12 @@ b'                                              # a newline inside the value
 expect() {
 	want=$1 desc=$2
 	shift 3
+	seq_no=$((seq_no + 1))
+	if [ -n "$quick" ] && [ $((seq_no % 3)) != 1 ]; then
+		st=skipped
+		: >"$tmp/out"
+		return 0
+	fi
 	"$@" >"$tmp/out" 2>"$tmp/err"
 	st=$?
 	lines=$(wc -l <"$tmp/err")
@@ -42,7 +53,7 @@ expect() {
 
 opt() { # options that must be refused: exit 2, one line, nothing on stdout
 	expect 2 "nanoclock $*" -- env -u NANOCLOCK_HZ $RUN "$TOOL" "$@"
-	if [ -s "$tmp/out" ]; then
+	if [ "$st" != skipped ] && [ -s "$tmp/out" ]; then
 		fail=$((fail + 1))
 		echo "FAIL: nanoclock $*: printed on stdout despite the error"
 	fi

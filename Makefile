@@ -62,7 +62,9 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 CXX_FOR_CC := $(patsubst %gcc,%g++,$(patsubst %clang,%clang++,$(patsubst cc,g++,$(CC))))
 NC_CXX := $(if $(filter default,$(origin CXX)),$(CXX_FOR_CC),$(CXX))
 HAVE_CXX := $(shell command -v $(firstword $(NC_CXX)) >/dev/null 2>&1 && echo yes)
-HAVE_CLANGXX := $(if $(RUN),,$(shell command -v clang++ >/dev/null 2>&1 && echo yes))
+# (only for a native compiler: a cross CC's objects, i686's included even
+# where they run natively, cannot link with the host's clang++)
+HAVE_CLANGXX := $(if $(RUN),,$(if $(filter cc gcc clang,$(notdir $(CC))),$(shell command -v clang++ >/dev/null 2>&1 && echo yes)))
 CPP_TEST_BIN := $(if $(HAVE_CXX),$(B)/tests/cpp11 $(B)/tests/cpp20) \
 	$(if $(HAVE_CLANGXX),$(B)/tests/cpp11-clang $(B)/tests/cpp20-clang)
 CXXWARN := -Wall -Wextra -Wpedantic -Wshadow

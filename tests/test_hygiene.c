@@ -313,6 +313,7 @@ static void run_child_case(void **state)
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
+		child_touch_stack();
 		child_setup(c);
 		c->fn(c->arg);
 		_exit(0);

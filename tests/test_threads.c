@@ -256,7 +256,7 @@ static void *holder(void *arg)
 	return NULL;
 }
 
-#if defined(__SANITIZE_THREAD__)
+#ifdef NC_TSAN /* internal.h: gcc's __SANITIZE_THREAD__ or clang's __has_feature */
 #define UPKEEP_IN_CHILD 0 /* ThreadSanitizer cannot start threads after a multi-threaded fork */
 #else
 #define UPKEEP_IN_CHILD 1

@@ -12,10 +12,12 @@
  * kept apart; within the other batches a sample above 10 us is an
  * interrupt (the CPU left the thread without a context switch), counted
  * apart too.  10 us is 5x the target for a refresh's own cost (2 us),
- * which is measured here as well — by forcing refreshes of nc_unix_ns's
- * tie (nc__wall_clock_was_set: what the upkeep thread does when the system
- * clock is set; its work is a full re-tie) — so a slow refresh cannot hide
- * among the interrupts.  Refreshes due during the run are done by the
+ * which is measured here as well — by forcing re-ties of nc_unix_ns
+ * (nc__wall_clock_was_set: what the upkeep thread does when the system
+ * clock is set: the lock, the two brackets of a tie — counter around
+ * CLOCK_MONOTONIC, MONOTONIC around REALTIME — and the decision; with no
+ * set to follow it publishes nothing, and a publication is a few stores)
+ * — so a slow refresh cannot hide among the interrupts.  Refreshes due during the run are done by the
  * reader that finds them due, as in any program without the upkeep thread:
  * they are in the figures.
  * Targets (issue 10): p99.9 <= 2x p50; a refresh <= 2 us.

@@ -5,7 +5,7 @@
 #   make check SANITIZE=address,undefined | SANITIZE=thread
 #   make check MODE=debug   internal consistency checks compiled in
 #   make bench      build, then run `nanoclock bench`
-#   make fuzz-trace fuzz the trace decoder for FUZZ_SECONDS (30)
+#   make fuzz-trace fuzz the trace decoder for FUZZ_SECONDS (15)
 #   make install    PREFIX=/usr/local DESTDIR= (LIBDIR INCDIR BINDIR MANDIR CMAKEDIR);
 #                   NOMAN=1 without the man pages (they need scdoc)
 #   make man        the man pages (scdoc), in $(B)/man: man -M build/man nc_now_ns
@@ -74,7 +74,8 @@ LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 # headers live in src/).  CMakeLists.txt globs the same directory.
 HEADERS := $(sort $(wildcard include/*.h include/*.hpp))
 
-TOOL_SRC := tools/cli.c tools/args.c bench/bench.c bench/plot.c tools/trace.c bench/bench_trace.c
+# The tool: every file in tools/ and bench/ (CMakeLists.txt globs the same).
+TOOL_SRC := $(sort $(wildcard tools/*.c) $(wildcard bench/*.c))
 TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/%.o)
 
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -110,7 +111,8 @@ SHARED := $(B)/libnanoclock.so.$(VERSION)
 TOOL := $(B)/nanoclock
 
 .PHONY: all run check bench install uninstall clean examples deps tests check-cross check-inline \
-	check-symbols check-version man man-skipped print-version print-soversion fuzz-trace
+	check-symbols check-version man man-skipped print-version print-soversion fuzz-trace \
+	check-hygiene check-valgrind check-matrix fuzz fuzz-run
 all: $(STATIC) $(SHARED) $(TOOL) $(if $(HAVE_SCDOC),man,man-skipped)
 
 print-version:
@@ -209,6 +211,7 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 	done; \
 	if [ -z "$(RUN)" ]; then \
 		if ./scripts/check-inline "$(CC)"; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+		if ./scripts/check-hygiene $(B); then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	fi; \
 	if [ -z "$(SANITIZE)" ]; then \
 		if ./scripts/check-symbols "$(SHARED)" "$(CC)"; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
@@ -216,6 +219,9 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 	if [ -z "$(SANITIZE)$(RUN)" ]; then \
 		if ./scripts/check-version; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	fi; \
+	echo "== tests/test_cli.sh"; \
+	if RUN="$(RUN)" ./tests/test_cli.sh ./$(TOOL); then pass=$$((pass+1)); \
+	else fail=$$((fail+1)); echo "FAILED: tests/test_cli.sh"; fi; \
 	echo "test programs: $$pass passed, $$fail failed"; \
 	test $$fail -eq 0
 
@@ -239,9 +245,47 @@ check-version:
 	./scripts/check-version
 
 # libFuzzer on the trace decoder (clang; installs it if missing).
-FUZZ_SECONDS ?= 30
 fuzz-trace:
 	./scripts/fuzz-trace $(FUZZ_SECONDS)
+
+# The library's objects reference nothing that prints, exits or aborts.
+check-hygiene: $(STATIC) $(SHARED)
+	./scripts/check-hygiene $(B)
+
+# valgrind memcheck over every test program and the tool, in a build of its
+# own (-O1 -g, no sanitizer): errors, leaks, file descriptors left open.
+check-valgrind:
+	@[ -n "$(NC_SKIP_DEPS)" ] || ./scripts/install-test-deps valgrind
+	$(MAKE) B=build/valgrind SANITIZE= CFLAGS="-O1 -g" NC_SKIP_DEPS=1 tests
+	./scripts/check-valgrind build/valgrind
+
+# libFuzzer harnesses (clang): NANOCLOCK_HZ and the numeric settings, the
+# NANOCLOCK_* reader with a fuzzed environment, the tool's command line.
+FUZZ_CC ?= clang
+FUZZ_FLAGS := -std=gnu11 -Iinclude -Isrc -D_GNU_SOURCE -g -O1 $(WARN) -Werror \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_BIN := build/fuzz/fuzz_hz build/fuzz/fuzz_env build/fuzz/fuzz_cli
+fuzz: $(FUZZ_BIN)
+build/fuzz/fuzz_hz: fuzz/fuzz_hz.c fuzz/fuzz_util.h src/env.c src/internal.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_hz.c src/env.c -lm
+build/fuzz/fuzz_env: fuzz/fuzz_env.c fuzz/fuzz_util.h src/env.c src/internal.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_env.c src/env.c -lm
+build/fuzz/fuzz_cli: fuzz/fuzz_cli.c fuzz/fuzz_util.h tools/opts.c tools/opts.h tools/args.c \
+		tools/args.h bench/bench_args.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_cli.c tools/opts.c tools/args.c bench/bench_args.c -lm
+# Each harness for FUZZ_SECONDS (CI: a short run) or FUZZ_RUNS executions.
+FUZZ_SECONDS ?= 15
+fuzz-run:
+	@[ -n "$(NC_SKIP_DEPS)" ] || ./scripts/install-test-deps clang
+	$(MAKE) fuzz
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) ./scripts/fuzz-run
+
+# The CI build matrix (gcc/clang x -O0/-O2, sanitizers, valgrind, -Werror).
+check-matrix:
+	./scripts/ci-matrix
 
 # ---- install ----
 # The paths written into nanoclock.pc and nanoclockConfig.cmake are the

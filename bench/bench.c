@@ -18,12 +18,17 @@
  *                             PNGs drawn with gnuplot: the cost of one call,
  *                             offsets over N s (30), calibration against
  *                             window length (bench/plot.c)
+ *   bench stress [--threads N] [--seconds S]
+ *                             ordering of every ordered clock under a lock
+ *                             (bench_stress.c)
+ *   bench latency [--calls N] distribution of one nc_now_ns call, and the
+ *                             refresh's own cost (bench_latency.c)
+ * The command line is parsed in bench_args.c.
  * Costs are the best of several rounds: on a noisy machine the minimum is
  * the figure that repeats.
  */
 #include "bench.h"
 #include "bench_trace.h"
-#include "../tools/args.h"
 
 #include <nanoclock.h>
 #include <nanoclock_sync.h>
@@ -743,74 +748,31 @@ static int bench_default(int quick)
 	return 0;
 }
 
-static int usage(void)
+int nc_bench_run(const struct nc_bench_opts *o)
 {
-	fprintf(stderr, "usage: nanoclock bench [--quick]\n"
-			"       nanoclock bench --plot DIR [--seconds N] [--quick]\n"
-			"       nanoclock bench init [--runs N] [--idle SECONDS]\n"
-			"       nanoclock bench unix [--seconds N] [--step]\n"
-			"       nanoclock bench sync [--runs N]\n"
-			"       nanoclock bench trace [--quick]\n");
-	return 2;
+	switch (o->sub) {
+	case NC_BENCH_INIT_ONCE: return init_once();
+	case NC_BENCH_SYNC: return bench_sync((int)o->runs);
+	case NC_BENCH_INIT: return bench_init((int)o->runs, o->idle);
+	case NC_BENCH_UNIX: return bench_unix(o->seconds, o->step);
+	case NC_BENCH_STRESS: return nc_bench_stress(o->threads, o->seconds);
+	case NC_BENCH_LATENCY: return nc_bench_latency(o->calls);
+	case NC_BENCH_TRACE: return nc_bench_trace(o->quick);
+	default:
+		if (o->plot_dir)
+			return nc_bench_plot(o->plot_dir, o->seconds, o->quick);
+		return bench_default(o->quick);
+	}
 }
 
+/* argv as the tool's: argv[1] is "bench" */
 int nc_bench_main(int argc, char **argv)
 {
-	char why[160];
-	const char *sub = argc >= 3 && argv[2][0] != '-' ? argv[2] : "";
-	int i0 = sub[0] ? 3 : 2;
-	long runs = !strcmp(sub, "init") ? 21 : 100;
-	double idle = 2.0, seconds = 60;
-	int quick = 0, step = 0, seconds_set = 0;
-	const char *plot_dir = NULL;
-	for (int i = i0; i < argc; i++) {
-		const char *o = argv[i];
-		if (!strcmp(o, "--init-once") && !sub[0]) {
-			return init_once();
-		} else if (!strcmp(o, "--quick") && (!sub[0] || !strcmp(sub, "trace"))) {
-			quick = 1;
-		} else if (!strcmp(o, "--runs") && (!strcmp(sub, "init") || !strcmp(sub, "sync"))) {
-			if (i + 1 >= argc || nc_arg_long(o, argv[++i], 1, 100000, &runs, why, sizeof(why))) {
-				fprintf(stderr, "nanoclock bench: %s\n", i < argc ? why : "--runs needs a value");
-				return 2;
-			}
-		} else if (!strcmp(o, "--plot") && !sub[0]) {
-			if (i + 1 >= argc || !argv[i + 1][0]) {
-				fprintf(stderr, "nanoclock bench: --plot needs a directory\n");
-				return 2;
-			}
-			plot_dir = argv[++i];
-		} else if (!strcmp(o, "--seconds") && (!strcmp(sub, "unix") || !sub[0])) {
-			if (i + 1 >= argc ||
-			    nc_arg_double(o, argv[++i], 0.1, 86400, &seconds, why, sizeof(why))) {
-				fprintf(stderr, "nanoclock bench: %s\n", i < argc ? why : "--seconds needs a value");
-				return 2;
-			}
-			seconds_set = 1;
-		} else if (!strcmp(o, "--step") && !strcmp(sub, "unix")) {
-			step = 1;
-		} else if (!strcmp(o, "--idle") && !strcmp(sub, "init")) {
-			if (i + 1 >= argc || nc_arg_double(o, argv[++i], 0, 3600, &idle, why, sizeof(why))) {
-				fprintf(stderr, "nanoclock bench: %s\n", i < argc ? why : "--idle needs a value");
-				return 2;
-			}
-		} else {
-			return usage();
-		}
+	struct nc_bench_opts o;
+	char why[256];
+	if (nc_parse_bench(argc - 2, argv + 2, &o, why, sizeof(why)) != 0) {
+		fprintf(stderr, "nanoclock bench: %s\n", why);
+		return 2;
 	}
-	if (!strcmp(sub, "sync"))
-		return bench_sync((int)runs);
-	if (!strcmp(sub, "init"))
-		return bench_init((int)runs, idle);
-	if (!strcmp(sub, "unix"))
-		return bench_unix(seconds, step);
-	if (!strcmp(sub, "trace"))
-		return nc_bench_trace(quick);
-	if (sub[0])
-		return usage();
-	if (plot_dir)
-		return nc_bench_plot(plot_dir, seconds_set ? seconds : 30, quick);
-	if (seconds_set) /* --seconds goes with --plot here */
-		return usage();
-	return bench_default(quick);
+	return nc_bench_run(&o);
 }

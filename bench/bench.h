@@ -13,9 +13,16 @@ struct nc_costs {
 	double conv_pure, conv_biased;      /* a pure conversion vs a WTMLIB-style one */
 };
 
+#include "../tools/opts.h"
+
 /* ns per call, best of `rounds` rounds of `n` calls each */
 void nc_measure_costs(struct nc_costs *c, long n, int rounds);
-int nc_bench_main(int argc, char **argv);
+int nc_bench_main(int argc, char **argv); /* argv[1] is "bench" */
+int nc_bench_run(const struct nc_bench_opts *o);
+/* bench_stress.c: 0 if no inversion was seen */
+int nc_bench_stress(long threads, double seconds);
+/* bench_latency.c */
+int nc_bench_latency(long long calls);
 /* `nanoclock bench --plot DIR`: PNGs drawn by gnuplot (bench/plot.c) */
 int nc_bench_plot(const char *dir, double seconds, int quick);
 

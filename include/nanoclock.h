@@ -103,9 +103,11 @@ NC_API int nc_set_log(nc_log_fn fn, void *ctx, int level);
  * from the upkeep thread.  At each refresh CLOCK_REALTIME is read between
  * two counter reads: its rate is followed (NTP slewing included), small
  * differences are slewed in at most 1000 ppm (so nc_unix_ns never
- * decreases), and a difference larger than a refresh period can slew (a
- * settimeofday, an NTP step, a resume) is followed as a step, as
- * CLOCK_REALTIME itself does. */
+ * decreases between steps), and a difference larger than a refresh period
+ * can slew (a settimeofday, an NTP step, a resume) is followed as a step,
+ * as CLOCK_REALTIME itself does.  With the upkeep thread running, a set of
+ * the system clock is seen as it happens and followed at once as a step
+ * when it exceeds the tie's uncertainty (a few us). */
 
 /* A stamp taken earlier with nc_ticks*() as Unix time, with the current
  * tie.  An old stamp carries the tie's rate error times its age, and a

@@ -104,8 +104,8 @@ struct nc_info {
 	int upkeep_running;       /* the upkeep thread runs in this process */
 	double calib_target_ppm;  /* the first calibration's goal ... */
 	double calib_max_ms;      /* ... and its cap */
-	char calib_status[128];   /* a refused NANOCLOCK_CALIB_* or NANOCLOCK_UNIX_REFRESH_MS
-				     setting ("" if none) */
+	char calib_status[128];   /* a refused NANOCLOCK_CALIB_*, NANOCLOCK_UNIX_REFRESH_MS or
+				     NANOCLOCK_HZ_FORCE setting ("" if none) */
 };
 
 /* Fill *out (initialising the library first).  Returns nc_init()'s result. */

@@ -41,7 +41,11 @@ void nc__src_perf_page(struct nc_hz_source *s)
 	attr.exclude_kernel = 1;
 	attr.exclude_hv = 1;
 	attr.disabled = 1;
-	int fd = (int)syscall(__NR_perf_event_open, &attr, 0, -1, -1, 0);
+#ifndef PERF_FLAG_FD_CLOEXEC
+#define PERF_FLAG_FD_CLOEXEC (1UL << 3)
+#endif
+	/* close-on-exec: another thread's exec during the probe inherits nothing */
+	int fd = (int)syscall(__NR_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0) {
 		nc__src_set(s, "perf-mmap", 0, 0, "perf_event_open refused");
 		return;

@@ -114,7 +114,9 @@ int nc_get_info(struct nc_info *o)
 	o->calib_target_ppm = nc__S.cfg.calib_ppm;
 	o->calib_max_ms = nc__S.cfg.calib_max_ms;
 	snprintf(o->calib_status, sizeof(o->calib_status), "%s",
-		 nc__S.cfg.calib_why[0] ? nc__S.cfg.calib_why : nc__S.cfg.unix_why);
+		 nc__S.cfg.calib_why[0]  ? nc__S.cfg.calib_why
+		 : nc__S.cfg.unix_why[0] ? nc__S.cfg.unix_why
+					 : nc__S.cfg.force_why);
 	nc__unlock();
 	nc_get_unix_status(&o->unix_status);
 	return o->init_status;

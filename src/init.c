@@ -20,6 +20,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -72,7 +73,7 @@ static void read_configuration(struct nc__registered *reg)
 		snprintf(S->env_status, sizeof(S->env_status), "refused: %.150s", S->cfg.hz_why);
 		set_status(NC_EINVAL);
 	}
-	if (S->cfg.calib_why[0] || S->cfg.unix_why[0])
+	if (S->cfg.calib_why[0] || S->cfg.unix_why[0] || S->cfg.force_why[0])
 		set_status(NC_EINVAL);
 }
 
@@ -81,6 +82,13 @@ static void choose_counter(const struct nc__registered *reg)
 	struct nc__lib *S = &nc__S;
 	nc__machine_read(&S->m);
 	nc__select(&S->m, reg, S->cfg.counter, S->cands, &S->ncand, &S->sel);
+	if (S->cfg.counter_why[0] && !S->sel.status) {
+		/* an unusable NANOCLOCK_COUNTER value forces nothing, and says so */
+		S->sel.status = NC_ENOCOUNTER;
+		S->sel.forced_by = "NANOCLOCK_COUNTER";
+		snprintf(S->sel.forced, sizeof(S->sel.forced), "(invalid)");
+		snprintf(S->sel.error, sizeof(S->sel.error), "%.180s", S->cfg.counter_why);
+	}
 	if (S->sel.status)
 		nc__S.init_status = S->sel.status; /* the forced counter comes first */
 }
@@ -190,19 +198,37 @@ static void decide_rate(int exact)
 		nc__ext_set_hz(S->sel.ext, S->hz);
 }
 
+/* Appends to a NUL-terminated buffer, truncating. */
+__attribute__((format(printf, 3, 4))) static void append(char *buf, size_t size, const char *fmt,
+							 ...)
+{
+	size_t l = strlen(buf);
+	if (l + 1 >= size)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf + l, size - l, fmt, ap);
+	va_end(ap);
+}
+
 static void write_policy(void)
 {
 	struct nc__lib *S = &nc__S;
 	const struct nc_candidate *c = &S->cands[S->sel.index];
 	int forced = S->sel.forced[0] && strcmp(S->sel.forced, c->name) == 0;
-	int l = snprintf(S->policy, sizeof(S->policy), "%s selected: %s", c->name,
-			 forced ? "forced" : "lowest resolution+cost+penalty among usable candidates");
-	if (strcmp(c->name, "tsc") == 0 && S->m.kv.tsc_unstable == 1 && l > 0)
-		snprintf(S->policy + l, sizeof(S->policy) - (size_t)l,
-			 "; the kernel distrusts the TSC (%s) but its rate is invariant and "
-			 "nanoclock's own checks pass (monotonic, advancing, consistent calibration); "
-			 "cross-CPU agreement is not checked at init",
-			 S->m.kv.tsc_unstable_why);
+	snprintf(S->policy, sizeof(S->policy), "%s selected: %s", c->name,
+		 forced ? "forced" : "lowest resolution+cost+penalty among usable candidates");
+	if (S->m.unreadable[0])
+		append(S->policy, sizeof(S->policy),
+		       "; %s: the kernel's view is unknown and the rates it states are absent, so the "
+		       "rate is %s",
+		       S->m.unreadable, S->ctr->fixed_hz > 0 ? "exact (an OS clock)" : "measured");
+	if (strcmp(c->name, "tsc") == 0 && S->m.kv.tsc_unstable == 1)
+		append(S->policy, sizeof(S->policy),
+		       "; the kernel distrusts the TSC (%s) but its rate is invariant and "
+		       "nanoclock's own checks pass (monotonic, advancing, consistent calibration); "
+		       "cross-CPU agreement is not checked at init",
+		       S->m.kv.tsc_unstable_why);
 }
 
 /* fork() while another thread holds a lock would leave the child's copy

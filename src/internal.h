@@ -54,19 +54,24 @@ NC_HIDDEN int nc__ns_per_tick(double hz, uint64_t *ip, uint64_t *fp);
 
 /* ---- env.c: the environment, read once by init ---- */
 struct nc__config {
-	char counter[32];        /* NANOCLOCK_COUNTER ("" if unset) */
+	char counter[32];        /* NANOCLOCK_COUNTER ("" if unset or refused) */
 	int counter_set;
+	char counter_why[160];   /* set but empty or too long: refused, and why */
 	char hz_text[96];        /* NANOCLOCK_HZ as found */
 	int hz_set;
 	double hz;               /* parsed value, 0 if unset or refused */
 	char hz_why[128];        /* why refused */
 	int hz_force;            /* NANOCLOCK_HZ_FORCE=1: use even if measurement disagrees */
+	char force_why[96];      /* NANOCLOCK_HZ_FORCE neither 0 nor 1: refused, and why */
 	double calib_ppm;        /* target uncertainty of the first calibration */
 	double calib_max_ms;     /* its cap */
 	char calib_why[128];     /* a refused calibration setting, if any */
 	double unix_refresh_ms;  /* NANOCLOCK_UNIX_REFRESH_MS, 0 if unset */
 	char unix_why[128];      /* ... refused, and why */
 };
+/* User text fit for a one-line reason: at most 40 bytes, control and
+ * non-ASCII bytes as '?', "..." when cut.  Returns out. */
+NC_HIDDEN const char *nc__quote(const char *s, char *out, size_t outlen);
 /* Parse a NANOCLOCK_HZ value.  0 and *hz set, or NC_EINVAL/NC_ERANGE with a
  * reason in why[]. */
 NC_HIDDEN int nc__parse_hz(const char *s, double *hz, char *why, size_t whylen);
@@ -76,6 +81,10 @@ NC_HIDDEN int nc__parse_positive(const char *s, double lo, double hi, double *ou
 /* Fill *c from the environment and from what the application set before
  * init (app_ppm/app_ms, 0 if not set). */
 NC_HIDDEN void nc__config_read(struct nc__config *c, double app_ppm, double app_ms);
+/* ... from another environment: get(name, ctx) returns a value or NULL
+ * (the fuzzer's; nc__config_read passes getenv). */
+NC_HIDDEN void nc__config_read_from(struct nc__config *c, double app_ppm, double app_ms,
+				    const char *(*get)(const char *name, void *ctx), void *ctx);
 
 /* ---- calibrate.c ---- */
 /* Where calibration reads its counter and its reference clock.  The real
@@ -146,6 +155,7 @@ struct nc__machine {
 	double cpuinfo_mhz;           /* /proc/cpuinfo "cpu MHz" of the first CPU, 0 if none */
 	int tsc_known_freq;           /* the kernel took the TSC rate from hardware/hypervisor */
 	int tsc_user_disabled;        /* prctl(PR_GET_TSC): RDTSC faults in this thread */
+	char unreadable[48];          /* "/proc and /sys not readable", ... ("" if both were) */
 };
 NC_HIDDEN void nc__machine_read(struct nc__machine *m);
 

@@ -1,7 +1,9 @@
 /* What the machine and the kernel tell about the clocks, read once at
  * initialisation, for the report and for the counters' own rules.  Files
  * come from /sys and /proc (nothing is required: in a container without
- * them every field says "unknown"), CPU facts from cpuid.c. */
+ * them every field says "unknown", the stated rates they carry are absent,
+ * the rate is measured, and the policy line says so), CPU facts from
+ * cpuid.c. */
 #include "internal.h"
 
 #include <stdio.h>
@@ -13,7 +15,7 @@
 
 static int read_line(const char *path, char *buf, size_t len)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = fopen(path, "re"); /* close-on-exec: no fd leaks into a child another thread execs */
 	if (!f) {
 		buf[0] = 0;
 		return -1;
@@ -44,12 +46,12 @@ static int has_word(const char *list, const char *w)
 /* /proc/cpuinfo: the first CPU's TSC flags and "cpu MHz" (x86 prints the
  * kernel's TSC rate there when it has no APERF/MPERF: a stated source,
  * cross-checked like the others).  Only the first block is read. */
-static void read_cpuinfo(struct nc__machine *m)
+static int read_cpuinfo(struct nc__machine *m)
 {
 	struct nc_kernel_view *kv = &m->kv;
-	FILE *f = fopen("/proc/cpuinfo", "r");
+	FILE *f = fopen("/proc/cpuinfo", "re");
 	if (!f)
-		return;
+		return -1;
 	char line[4096];
 	int have_flags = 0, have_mhz = 0;
 	while (!(have_flags && have_mhz) && fgets(line, sizeof(line), f)) {
@@ -80,6 +82,7 @@ static void read_cpuinfo(struct nc__machine *m)
 		}
 	}
 	fclose(f);
+	return 0;
 }
 
 /* The kernel's own opinion of the TSC: reported, never obeyed (see the
@@ -90,7 +93,7 @@ static void tsc_distrust(struct nc_kernel_view *kv)
 	if (kv->cpuid_tsc != 1)
 		return;
 	char cmd[2048];
-	read_line("/proc/cmdline", cmd, sizeof(cmd));
+	int have_cmd = read_line("/proc/cmdline", cmd, sizeof(cmd)) == 0;
 	if (has_word(cmd, "tsc=unstable")) {
 		kv->tsc_unstable = 1;
 		snprintf(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),
@@ -103,6 +106,9 @@ static void tsc_distrust(struct nc_kernel_view *kv)
 		kv->tsc_unstable = 0;
 		snprintf(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),
 			 "tsc is a registered clocksource");
+	} else if (!have_cmd) {
+		snprintf(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),
+			 "/proc/cmdline and the clocksource list are not readable");
 	}
 }
 
@@ -110,8 +116,8 @@ void nc__machine_read(struct nc__machine *m)
 {
 	memset(m, 0, sizeof(*m));
 	struct nc_kernel_view *kv = &m->kv;
-	read_line("/sys/devices/system/clocksource/clocksource0/current_clocksource",
-		  kv->clocksource, sizeof(kv->clocksource));
+	int sys_ok = read_line("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+			       kv->clocksource, sizeof(kv->clocksource)) == 0;
 	read_line("/sys/devices/system/clocksource/clocksource0/available_clocksource",
 		  kv->available_clocksources, sizeof(kv->available_clocksources));
 
@@ -123,8 +129,13 @@ void nc__machine_read(struct nc__machine *m)
 	kv->cpuid_hypervisor = c->valid ? c->hypervisor : -1;
 	snprintf(kv->hypervisor, sizeof(kv->hypervisor), "%s", c->hv_sig);
 
-	read_cpuinfo(m);
+	int proc_ok = read_cpuinfo(m) == 0;
 	tsc_distrust(kv);
+	/* A minimal container: said in the policy line (init.c), so that
+	 * `nanoclock info` explains the unknowns and the measured rate. */
+	if (!sys_ok || !proc_ok)
+		snprintf(m->unreadable, sizeof(m->unreadable), "%s not readable",
+			 !sys_ok && !proc_ok ? "/proc and /sys" : !sys_ok ? "/sys" : "/proc");
 #if defined(__linux__) && defined(PR_GET_TSC) && (defined(__x86_64__) || defined(__i386__))
 	/* RDTSC disabled for this thread (a sandbox, a record/replay tool):
 	 * the TSC is not a candidate.  Asking beats executing and trapping. */

@@ -240,18 +240,19 @@ static int pick_forced(const struct nc__registered *reg, const char *env_counter
 	} else {
 		return -1;
 	}
+	char q[48];
+	nc__quote(sel->forced, q, sizeof(q)); /* the environment's text, for one-line reasons */
 	for (int i = 0; i < n; i++) {
 		if (strcmp(cands[i].name, sel->forced) != 0)
 			continue;
 		if (cands[i].status == NC_CAND_USABLE)
 			return i;
-		snprintf(sel->error, sizeof(sel->error), "counter '%.40s' rejected: %.120s",
-			 sel->forced, cands[i].reason);
+		snprintf(sel->error, sizeof(sel->error), "counter '%s' rejected: %.120s", q,
+			 cands[i].reason);
 		sel->status = NC_ENOCOUNTER;
 		return -1;
 	}
-	int l = snprintf(sel->error, sizeof(sel->error), "unknown counter '%.40s'; candidates:",
-			 sel->forced);
+	int l = snprintf(sel->error, sizeof(sel->error), "unknown counter '%s'; candidates:", q);
 	for (int i = 0; i < n && l > 0 && (size_t)l < sizeof(sel->error); i++)
 		l += snprintf(sel->error + l, sizeof(sel->error) - (size_t)l, " %s", cands[i].name);
 	sel->status = NC_ENOCOUNTER;

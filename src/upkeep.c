@@ -33,7 +33,12 @@ static struct {
 	pid_t pid;       /* ... the process it runs in */
 	pthread_t th;
 	int stop_fd;     /* eventfd: wakes the thread to stop */
-} U = {.stop_fd = -1};
+	int tfd;         /* the thread's timerfd (-1: none, it refreshes on time only) */
+} U = {.stop_fd = -1, .tfd = -1};
+/* Both fds are created and closed under nc__mu, never by the thread: a
+ * fork() (which holds nc__mu, init.c) sees them consistently, so a child
+ * closes its copies of the parent's — the thread that used them did not
+ * come along. */
 
 static int arm_cancel_on_set(int tfd)
 {
@@ -44,14 +49,15 @@ static int arm_cancel_on_set(int tfd)
 	return timerfd_settime(tfd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL);
 }
 
+struct upkeep_fds {
+	int stop_fd, tfd;
+};
+static struct upkeep_fds fds_arg; /* handed to the thread (under nc__mu) */
+
 static void *upkeep_main(void *arg)
 {
-	int stop_fd = (int)(intptr_t)arg;
-	int tfd = timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (tfd >= 0 && arm_cancel_on_set(tfd) != 0) {
-		close(tfd);
-		tfd = -1; /* no clock-set events: refresh on time only */
-	}
+	const struct upkeep_fds *f = arg;
+	int stop_fd = f->stop_fd, tfd = f->tfd;
 	for (;;) {
 		double due = nc__now_due_ns(), wd = nc__wall_due_ns();
 		if (wd < due)
@@ -77,9 +83,16 @@ static void *upkeep_main(void *arg)
 		nc__now_upkeep();
 		nc__wall_upkeep();
 	}
-	if (tfd >= 0)
-		close(tfd);
 	return NULL;
+}
+
+static void close_fds(void)
+{
+	if (U.stop_fd >= 0)
+		close(U.stop_fd);
+	if (U.tfd >= 0)
+		close(U.tfd);
+	U.stop_fd = U.tfd = -1;
 }
 
 /* nc__mu held */
@@ -87,20 +100,25 @@ static int start_locked(void)
 {
 	if (U.running && U.pid == getpid())
 		return 0;
-	if (U.stop_fd >= 0)
-		close(U.stop_fd);
+	close_fds();
 	U.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (U.stop_fd < 0)
 		return NC_ESYS;
+	U.tfd = timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (U.tfd >= 0 && arm_cancel_on_set(U.tfd) != 0) {
+		close(U.tfd);
+		U.tfd = -1; /* no clock-set events: refresh on time only */
+	}
+	fds_arg.stop_fd = U.stop_fd;
+	fds_arg.tfd = U.tfd;
 	/* the thread blocks no signal the application expects to see */
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&U.th, NULL, upkeep_main, (void *)(intptr_t)U.stop_fd);
+	int rc = pthread_create(&U.th, NULL, upkeep_main, &fds_arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
-		close(U.stop_fd);
-		U.stop_fd = -1;
+		close_fds();
 		return NC_ESYS;
 	}
 	U.running = 1;
@@ -119,6 +137,29 @@ int nc_upkeep_start(void)
 	return rc;
 }
 
+/* fds of stopped threads still being joined (under nc__mu): a fork()
+ * meanwhile must close the child's copies too */
+static int retired[8];
+static int nretired;
+
+static void retire(int fd)
+{
+	if (fd >= 0 && nretired < (int)(sizeof(retired) / sizeof(retired[0])))
+		retired[nretired++] = fd;
+}
+
+static void unretire_close(int fd)
+{
+	if (fd < 0)
+		return;
+	for (int i = 0; i < nretired; i++)
+		if (retired[i] == fd) {
+			retired[i] = retired[--nretired];
+			break;
+		}
+	close(fd);
+}
+
 int nc_upkeep_stop(void)
 {
 	nc__ensure_init();
@@ -126,18 +167,29 @@ int nc_upkeep_stop(void)
 	U.wanted = 0;
 	int join = U.running && U.pid == getpid();
 	pthread_t th = U.th;
-	int fd = U.stop_fd;
-	U.running = 0;
-	U.stop_fd = -1;
-	nc__unlock();
+	int stop_fd = U.stop_fd, tfd = U.tfd;
 	if (join) {
 		uint64_t one = 1;
-		if (write(fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
-			return NC_ESYS;
-		pthread_join(th, NULL); /* outside the lock: the thread may want it */
+		if (write(stop_fd, &one, sizeof(one)) != (ssize_t)sizeof(one)) {
+			nc__unlock();
+			return NC_ESYS; /* cannot happen to an eventfd of ours: it keeps running */
+		}
+		retire(stop_fd);
+		retire(tfd);
+	} else {
+		close_fds(); /* none, or a forked child's that never restarted */
+		stop_fd = tfd = -1;
 	}
-	if (fd >= 0)
-		close(fd);
+	U.stop_fd = U.tfd = -1;
+	U.running = 0;
+	nc__unlock();
+	if (!join)
+		return 0;
+	pthread_join(th, NULL); /* outside the lock: the thread may want it */
+	nc__lock();
+	unretire_close(stop_fd);
+	unretire_close(tfd);
+	nc__unlock();
 	return 0;
 }
 
@@ -151,6 +203,10 @@ void nc__upkeep_forked(void)
 {
 	U.forked = U.wanted;
 	U.running = 0;
+	close_fds(); /* the parent's thread's: unusable here (close is async-signal-safe) */
+	for (int i = 0; i < nretired; i++)
+		close(retired[i]);
+	nretired = 0;
 }
 
 /* In a forked child, start the thread again at the first look or refresh

@@ -137,14 +137,25 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int force_step)
 	int step = old == NULL;
 	if (old) {
 		err = (double)(int64_t)((uint64_t)real_at_mid - nc__epoch_value(old, b.mid));
-		/* the same rule whether a period ended or the clock was set: a
-		 * set smaller than a period's slew is slewed (a set to the same
-		 * time, a 10 us NTP correction), never stepped back */
-		step = fabs(err) > MAX_WALL_SLEW * W.period_ns + hw;
+		/* A period ended: a difference larger than a period's slew is a
+		 * step of the system clock, followed; a smaller one is slewed.
+		 * Forced (the system clock was set): a step as soon as the
+		 * difference exceeds what the line may differ by without a set
+		 * (both ties' half-widths, the previous correction still being
+		 * slewed in, and 1 us), as CLOCK_REALTIME steps. */
+		step = force_step ? fabs(err) > 2 * hw + W.hw_ns + fabs(W.err_ns) + 1000
+				  : fabs(err) > MAX_WALL_SLEW * W.period_ns + hw;
+		/* Forced with no set to follow (a set to the same time): keep the
+		 * line, which the next refresh slews on schedule.  A re-tie inside
+		 * the epoch cannot start at once below what readers still on the
+		 * old line are handed meanwhile (a slope lowered mid-epoch falls
+		 * under the old one's values): bench stress saw nc_unix_ns go back. */
+		if (force_step && !step)
+			return;
 	}
 	uint64_t L = old ? old->t0 + old->span : 0;
 	/* where the read that asked for the tie is: behind the epoch's start
-	 * (a reset counter), inside it (the clock was set), or past its end */
+	 * (a reset counter), inside it (a forced step), or past its end */
 	int behind = old && (int64_t)(t - old->t0) < 0;
 	int mid_epoch = old && !behind && (int64_t)(t - L) < 0;
 	if (!step && unsure) {
@@ -165,18 +176,6 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int force_step)
 				       force_step ? "set" : "stepped", err / 1e9);
 		}
 		err = 0;
-	} else if (mid_epoch && (int64_t)(b.mid - old->t0) >= 0 && b.mid - old->t0 < old->span) {
-		/* the clock was set, mid-epoch: continue from the tie, correcting
-		 * from there (a reader still on the old epoch got at most the old
-		 * value at its counter value, which the new one meets) */
-		uint64_t v = nc__epoch_value(old, b.mid);
-		double adj = fmax(-MAX_WALL_SLEW,
-				  fmin(MAX_WALL_SLEW, (double)(int64_t)((uint64_t)real_at_mid - v) /
-							      W.period_ns));
-		e.t0 = b.mid;
-		nc__slope_from_ns(rate * (1 + adj), &e);
-		nc__clamp_slope(old, &e);
-		e.c0 = nc__c0_for(b.mid, v, e.mi, e.mf);
 	} else if (behind || (!mid_epoch && t - L > nc__lockfree_ticks)) {
 		/* late (nobody asked for a while): re-tie at the tie, never below
 		 * what readers may have been handed, slewing any rest */

@@ -60,12 +60,24 @@ static inline int child_main(int argc, char **argv, const struct child_case *cas
 	return -1;
 }
 
+/* valgrind cannot always grow a forked child's main stack while it
+ * delivers a signal ("Can't extend stack ... during signal delivery"),
+ * which the fault-probing cases need: the child maps 256 KiB of stack
+ * first, so that no signal frame lands on a page not yet there. */
+__attribute__((noinline)) static void child_touch_stack(void)
+{
+	volatile char pages[256 * 1024];
+	for (size_t i = 0; i < sizeof(pages); i += 1024)
+		pages[i] = 0;
+}
+
 /* Inside a cmocka test: run one case in a forked child (or skip). */
 #define RUN_CASE(c)                                                                        \
 	do {                                                                               \
 		fflush(NULL);                                                              \
 		pid_t pid_ = fork();                                                       \
 		if (pid_ == 0) {                                                           \
+			child_touch_stack();                                               \
 			child_setup(c);                                                    \
 			(c)->fn((c)->arg);                                                 \
 			_exit(0);                                                          \

@@ -42,11 +42,14 @@ static int err_vs_exact(uint64_t out, uint64_t d, uint64_t q, int64_t *err_q)
 	return 1;
 }
 
-/* largest d whose exact result is below 2^64 - 2 */
+/* largest d whose exact result is below 2^64 - 2 (within 1e-14: the
+ * margin keeps it below wherever long double has only double's precision,
+ * as on arm64/ppc64 with some ABIs, and under valgrind, which emulates the
+ * x87's 80-bit arithmetic with 64-bit doubles) */
 static uint64_t max_d(const nc_conv_t *c)
 {
 	long double r = 1e9L * 16777216.0L / (long double)c->hz_q24;
-	long double m = 18446744073709551613.0L / r;
+	long double m = 18446744073709551613.0L / r * (1 - 1e-14L);
 	return m >= 18446744073709551615.0L ? UINT64_MAX : (uint64_t)m - 2;
 }
 

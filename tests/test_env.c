@@ -161,7 +161,52 @@ static void child_calib_good(const char *value)
 	CHECK(nc_set_calibration_target(1, 10) == NC_EBUSY);
 }
 
+/* Any NANOCLOCK_* variable with a bad value ("VAR=value" in arg): an
+ * error code from nc_init(), a reason in nc_get_info() on one line, and a
+ * working clock. */
+static void child_env_bad(const char *arg)
+{
+	char var[64];
+	const char *eq = strchr(arg, '=');
+	CHECK(eq && (size_t)(eq - arg) < sizeof(var));
+	memcpy(var, arg, (size_t)(eq - arg));
+	var[eq - arg] = 0;
+	setenv(var, eq + 1, 1);
+	int rc = nc_init();
+	CHECK(rc == NC_EINVAL || rc == NC_ENOCOUNTER || rc == NC_ERANGE);
+	CHECK(nc_init() == rc); /* stays the answer */
+	struct nc_info in;
+	CHECK(nc_get_info(&in) == rc);
+	const char *why = rc == NC_ENOCOUNTER ? in.counter_error
+			  : !strcmp(var, "NANOCLOCK_HZ") ? in.hz_env_status : in.calib_status;
+	CHECK(why[0] != 0);
+	for (const char *p = why; *p; p++)
+		CHECK((unsigned char)*p >= 0x20); /* one line */
+	uint64_t a = nc_now_ns();
+	struct timespec ts = {0, 1000000};
+	nanosleep(&ts, NULL);
+	CHECK(nc_now_ns() > a);
+}
+
+#define LONG300 \
+	"999999999999999999999999999999999999999999999999999999999999999999999999999999999999" \
+	"999999999999999999999999999999999999999999999999999999999999999999999999999999999999" \
+	"999999999999999999999999999999999999999999999999999999999999999999999999999999999999" \
+	"999999999999999999999999999999999999999999999999"
+#define ENV_BAD(var, tag, value) {var "_" tag, child_env_bad, var "=" value, NULL, NULL}
+#define ENV_BAD_ALL(var)                                                                   \
+	ENV_BAD(var, "empty", ""), ENV_BAD(var, "garbage", "garbage"),                     \
+		ENV_BAD(var, "negative", "-1"), ENV_BAD(var, "nan", "nan"),                \
+		ENV_BAD(var, "huge", "1e400"), ENV_BAD(var, "overlong", LONG300),          \
+		ENV_BAD(var, "newline", "1\n2")
+
 static const struct child_case cases[] = {
+	ENV_BAD_ALL("NANOCLOCK_COUNTER"),
+	ENV_BAD_ALL("NANOCLOCK_HZ_FORCE"),
+	ENV_BAD_ALL("NANOCLOCK_CALIB_MAX_MS"),
+	ENV_BAD_ALL("NANOCLOCK_UNIX_REFRESH_MS"),
+	ENV_BAD("NANOCLOCK_HZ_FORCE", "two", "2"),
+	ENV_BAD("NANOCLOCK_HZ", "newline", "2\n9"),
 	{"hz_garbage", child_hz_bad, "garbage", NULL, "garbage"},
 	{"hz_empty", child_hz_bad, "", NULL, ""},
 	{"hz_zero", child_hz_bad, "0", NULL, "0"},

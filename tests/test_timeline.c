@@ -125,8 +125,10 @@ static void child_steps(const char *arg)
 }
 
 /* What the upkeep thread does when the system clock is set: a re-tie at
- * once, mid-epoch.  A large set is followed immediately, as a step; a small
- * one, or a set to the same time, is slewed in — never stepped back. */
+ * once, mid-epoch.  A set is followed at once as a step, as CLOCK_REALTIME
+ * steps, as soon as it exceeds what the line may differ by without one (a
+ * few us): a 2 s set and a 5 us set alike.  A notice with nothing set
+ * behind it (a set to the same time) never moves Unix time back. */
 static void child_set_notice(const char *arg)
 {
 	(void)arg;
@@ -141,19 +143,26 @@ static void child_set_notice(const char *arg)
 	struct nc_unix_status st;
 	nc_get_unix_status(&st);
 	CHECK(st.steps == 1);
-	for (int i = 0; i < 200; i++) { /* spurious and small sets */
+	for (int i = 0; i < 200; i++) { /* spurious notices, and one small set */
 		w.T += 1e6;
 		if (i == 100)
-			world_real_step(-5e3L);
+			world_real_step(-5000L);
 		nc__wall_clock_was_set();
 		int64_t v = nc_unix_ns();
-		CHECK(v >= R.last_unix);
+		real = (int64_t)world_real();
+		CHECK(llabs(v - real) < 2000);
+		if (i != 100)
+			CHECK(v >= R.last_unix);
+		else
+			CHECK(v - R.last_unix < 1000000 - 3000); /* 1 ms on, 5 us set back: followed */
 		R.last_unix = v;
 	}
+	nc_get_unix_status(&st);
+	CHECK(st.steps == 2);
 	live(2e9, 10e6, 1e9);
 	CHECK(R.unix_err < 2000 && R.unix_backs == 0);
 	nc_get_unix_status(&st);
-	CHECK(st.steps == 1);
+	CHECK(st.steps == 2);
 }
 
 static void child_slew(const char *arg)

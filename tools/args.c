@@ -1,6 +1,8 @@
 /* Option values for the tool: empty, garbage, trailing text, signs where
  * none belong, NaN, infinities and out-of-range values are refused with a
- * reason; nothing is silently clamped or truncated. */
+ * reason; nothing is silently clamped or truncated.  Reasons are one line:
+ * the user's text is quoted through nc_arg_quote (a value with a newline
+ * in it must not break the line). */
 #include "args.h"
 
 #include <ctype.h>
@@ -9,9 +11,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int nc_arg_long(const char *opt, const char *s, long lo, long hi, long *out, char *why,
-		size_t whylen)
+const char *nc_arg_quote(const char *s, char *out, size_t outlen)
 {
+	size_t n = 0;
+	if (outlen == 0)
+		return out;
+	if (!s)
+		s = "";
+	size_t i = 0;
+	for (; s[i] && i < 40 && n + 1 < outlen; i++) {
+		unsigned char c = (unsigned char)s[i];
+		out[n++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+	}
+	if (s[i] && i == 40)
+		for (int k = 0; k < 3 && n + 1 < outlen; k++)
+			out[n++] = '.';
+	out[n] = 0;
+	return out;
+}
+
+int nc_arg_ll(const char *opt, const char *s, long long lo, long long hi, long long *out,
+	      char *why, size_t whylen)
+{
+	char q[48];
 	if (!s || !*s) {
 		snprintf(why, whylen, "%s: empty value", opt);
 		return -1;
@@ -19,29 +41,41 @@ int nc_arg_long(const char *opt, const char *s, long lo, long hi, long *out, cha
 	const char *p = s;
 	if (*p == '+' || (*p == '-' && lo < 0))
 		p++;
-	for (const char *q = p; *q; q++)
-		if (!isdigit((unsigned char)*q) || q - p > 18) {
-			snprintf(why, whylen, "%s: '%.40s' is not a whole number in %ld..%ld", opt, s, lo,
-				 hi);
+	for (const char *c = p; *c; c++)
+		if (!isdigit((unsigned char)*c) || c - p > 18) {
+			snprintf(why, whylen, "%s: '%s' is not a whole number in %lld..%lld", opt,
+				 nc_arg_quote(s, q, sizeof(q)), lo, hi);
 			return -1;
 		}
 	if (!*p) {
-		snprintf(why, whylen, "%s: '%.40s' is not a whole number", opt, s);
+		snprintf(why, whylen, "%s: '%s' is not a whole number", opt, nc_arg_quote(s, q, sizeof(q)));
 		return -1;
 	}
 	errno = 0;
-	long v = strtol(s, NULL, 10);
+	long long v = strtoll(s, NULL, 10);
 	if (errno == ERANGE || v < lo || v > hi) {
-		snprintf(why, whylen, "%s: %.40s is outside %ld..%ld", opt, s, lo, hi);
+		snprintf(why, whylen, "%s: %s is outside %lld..%lld", opt, nc_arg_quote(s, q, sizeof(q)),
+			 lo, hi);
 		return -1;
 	}
 	*out = v;
 	return 0;
 }
 
+int nc_arg_long(const char *opt, const char *s, long lo, long hi, long *out, char *why,
+		size_t whylen)
+{
+	long long v;
+	if (nc_arg_ll(opt, s, lo, hi, &v, why, whylen) != 0)
+		return -1;
+	*out = (long)v;
+	return 0;
+}
+
 int nc_arg_double(const char *opt, const char *s, double lo, double hi, double *out, char *why,
 		  size_t whylen)
 {
+	char q[48];
 	if (!s || !*s) {
 		snprintf(why, whylen, "%s: empty value", opt);
 		return -1;
@@ -51,18 +85,19 @@ int nc_arg_double(const char *opt, const char *s, double lo, double hi, double *
 		p++;
 	if (!(isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) ||
 	    (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))) {
-		snprintf(why, whylen, "%s: '%.40s' is not a decimal number", opt, s);
+		snprintf(why, whylen, "%s: '%s' is not a decimal number", opt, nc_arg_quote(s, q, sizeof(q)));
 		return -1;
 	}
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
 	if (*end || errno == ERANGE || !isfinite(v)) {
-		snprintf(why, whylen, "%s: '%.40s' is not a finite decimal number", opt, s);
+		snprintf(why, whylen, "%s: '%s' is not a finite decimal number", opt,
+			 nc_arg_quote(s, q, sizeof(q)));
 		return -1;
 	}
 	if (!(v >= lo && v <= hi)) {
-		snprintf(why, whylen, "%s: %.40s is outside %g..%g", opt, s, lo, hi);
+		snprintf(why, whylen, "%s: %s is outside %g..%g", opt, nc_arg_quote(s, q, sizeof(q)), lo, hi);
 		return -1;
 	}
 	*out = v;

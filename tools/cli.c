@@ -8,6 +8,7 @@
 #include "../bench/bench.h"
 #include "args.h"
 #include "trace.h"
+#include "opts.h"
 
 #include <nanoclock.h>
 #include <nanoclock_info.h>
@@ -261,36 +262,29 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 	       ev->suspends, ev->suspended_s, ev->counter_jumps, ev->rate_changes, ev->counter_stops);
 }
 
-static int usage(FILE *f)
+static void usage(void)
 {
-	fprintf(f, "usage: nanoclock info [--json]\n"
-		   "       nanoclock now [--unix | --iso | --json]\n"
-		   "       nanoclock check [--method cop|switch] [--probes N] [--rounds N] [--json]\n"
-		   "       nanoclock bench [--quick]\n"
-		   "       nanoclock bench --plot DIR [--seconds N] [--quick]\n"
-		   "       nanoclock bench init [--runs N] [--idle SECONDS]\n"
-		   "       nanoclock bench unix [--seconds N] [--step]\n"
-		   "       nanoclock bench sync [--runs N]\n"
-		   "       nanoclock bench trace [--quick]\n"
-		   "       nanoclock trace stats FILE [--json]\n"
-		   "       nanoclock trace export --format chrome|csv [-o OUT] FILE...\n"
-		   "       nanoclock trace demo FILE [--threads N] [--items N] [--overwrite]\n");
-	return f == stderr ? 2 : 0;
+	printf("usage: nanoclock info [--json]\n"
+	       "       nanoclock now [--unix | --iso | --json]\n"
+	       "       nanoclock check [--method cop|switch] [--probes N] [--rounds N] [--json]\n"
+	       "       nanoclock bench [--quick]\n"
+	       "       nanoclock bench --plot DIR [--seconds N] [--quick]\n"
+	       "       nanoclock bench init [--runs N] [--idle SECONDS]\n"
+	       "       nanoclock bench unix [--seconds N] [--step]\n"
+	       "       nanoclock bench sync [--runs N]\n"
+	       "       nanoclock bench stress [--threads N] [--seconds S]\n"
+	       "       nanoclock bench latency [--calls N]\n"
+	       "       nanoclock bench trace [--quick]\n"
+	       "       nanoclock trace stats FILE [--json]\n"
+	       "       nanoclock trace export --format chrome|csv [-o OUT] FILE...\n"
+	       "       nanoclock trace demo FILE [--threads N] [--items N] [--overwrite]\n"
+	       "exit status: 0 ok; 1 check: inconsistent; 2 bad command line; 3 check: inconclusive;\n"
+	       "             4 nc_init() refused a setting (NANOCLOCK_*): one line on stderr says which\n");
 }
 
-static int cmd_now(int argc, char **argv)
+static int cmd_now(const struct nc_now_opts *o)
 {
-	int mode = 0; /* 0 text, 1 unix, 2 iso, 3 json */
-	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--unix"))
-			mode = 1;
-		else if (!strcmp(argv[i], "--iso"))
-			mode = 2;
-		else if (!strcmp(argv[i], "--json"))
-			mode = 3;
-		else
-			return usage(stderr);
-	}
+	int mode = o->mode;
 	int rc = nc_init();
 	int64_t u = nc_unix_ns();
 	uint64_t mono = nc_now_ns();
@@ -377,44 +371,21 @@ static void sync_line(const struct nc_sync_report *r)
 	printf("\n");
 }
 
-static int cmd_check(int argc, char **argv)
+static int cmd_check(const struct nc_check_opts *co)
 {
 	struct nc_sync_options o;
 	nc_sync_default_options(&o);
-	int json = 0;
-	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if (!strcmp(argv[i], "--method") && i + 1 < argc) {
-			i++;
-			if (!strcmp(argv[i], "cop"))
-				o.method = NC_SYNC_COP;
-			else if (!strcmp(argv[i], "switch")) {
-				o.method = NC_SYNC_SWITCH;
-				o.probes = 0;
-				o.min_enclosed = 0;
-			} else
-				return usage(stderr);
-		} else if ((!strcmp(argv[i], "--probes") || !strcmp(argv[i], "--rounds")) &&
-			   i + 1 < argc) {
-			long v;
-			char why[160];
-			int probes = !strcmp(argv[i], "--probes");
-			if (nc_arg_long(argv[i], argv[i + 1], 1, probes ? 100000000 : 1000, &v, why,
-					sizeof(why))) {
-				fprintf(stderr, "nanoclock check: %s\n", why);
-				return 2;
-			}
-			i++;
-			if (probes)
-				o.probes = (unsigned)v;
-			else
-				o.rounds = (unsigned)v;
-		} else {
-			return usage(stderr);
-		}
+	int json = co->json;
+	o.method = co->method;
+	if (o.method == NC_SYNC_SWITCH) {
+		o.probes = 0;
+		o.min_enclosed = 0;
 	}
-	struct nc_sync_report r;
+	if (co->probes > 0)
+		o.probes = (unsigned)co->probes;
+	if (co->rounds > 0)
+		o.rounds = (unsigned)co->rounds;
+	static struct nc_sync_report r; /* 20 kB: off the stack */
 	int rc = nc_sync_check(&o, &r);
 	if (rc != 0 && rc != NC_ESYS) {
 		fprintf(stderr, "nanoclock check: %s\n", nc_strerror(rc));
@@ -439,32 +410,12 @@ static int cmd_check(int argc, char **argv)
 	return r.verdict == NC_SYNC_CONSISTENT ? 0 : r.verdict == NC_SYNC_INCONSISTENT ? 1 : 3;
 }
 
-int main(int argc, char **argv)
+static int cmd_info(const struct nc_info_opts *io)
 {
-	if (argc < 2)
-		return usage(stderr);
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help"))
-		return usage(stdout);
-	if (!strcmp(argv[1], "bench"))
-		return nc_bench_main(argc, argv);
-	if (!strcmp(argv[1], "check"))
-		return cmd_check(argc, argv);
-	if (!strcmp(argv[1], "now"))
-		return cmd_now(argc, argv);
-	if (!strcmp(argv[1], "trace"))
-		return nc_trace_main(argc, argv);
-	if (strcmp(argv[1], "info") != 0)
-		return usage(stderr);
-	int json = 0;
-	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else
-			return usage(stderr);
-	}
+	int json = io->json;
 	struct utsname u;
 	const char *arch = uname(&u) == 0 ? u.machine : "?";
-	struct nc_info in;
+	static struct nc_info in;
 	nc_get_info(&in);
 	struct nc_costs c;
 	nc_measure_costs(&c, 200000, 3);
@@ -473,7 +424,7 @@ int main(int argc, char **argv)
 	nc_sync_default_options(&so);
 	so.probes = 5000;
 	so.rounds = 2;
-	struct nc_sync_report sr;
+	static struct nc_sync_report sr;
 	int src = nc_sync_check(&so, &sr);
 	if (json) {
 		info_json(&in, &c, arch);
@@ -486,4 +437,59 @@ int main(int argc, char **argv)
 		sync_line(&sr);
 	}
 	return 0;
+}
+
+/* A setting the library refused (the environment's NANOCLOCK_*), as one
+ * line: what and why.  The command's output above it shows the rest. */
+static void init_error_line(int rc)
+{
+	static struct nc_info in;
+	nc_get_info(&in);
+	const char *what = "", *detail = "";
+	if (rc == NC_ENOCOUNTER) {
+		what = "NANOCLOCK_COUNTER";
+		detail = in.counter_error;
+	} else if (rc == NC_EOVERRIDE ||
+		   (in.hz_env_status[0] && !strncmp(in.hz_env_status, "refused", 7))) {
+		what = "NANOCLOCK_HZ";
+		detail = in.hz_env_status;
+	} else if (in.calib_status[0]) {
+		detail = in.calib_status; /* names its variable */
+	}
+	fprintf(stderr, "nanoclock: nc_init: %s%s%s%s%s (the clock runs on its defaults)\n",
+		nc_strerror(rc), what[0] || detail[0] ? ": " : "", what, what[0] && detail[0] ? " " : "",
+		detail);
+}
+
+int main(int argc, char **argv)
+{
+	struct nc_tool_opts o;
+	char why[256];
+	if (nc_parse_command(argc, argv, &o, why, sizeof(why)) != 0) {
+		fprintf(stderr, "nanoclock %s\n", why);
+		return 2;
+	}
+	if (o.cmd == NC_CMD_HELP) {
+		usage();
+		return 0;
+	}
+	/* trace files are read and written by tools/trace.c, which parses the
+	 * rest of its command line itself */
+	if (o.cmd == NC_CMD_TRACE)
+		return nc_trace_main(argc, argv);
+	/* the cold-start child of `bench` reports its own status on stdout */
+	int init_rc = o.cmd == NC_CMD_BENCH && o.bench.sub == NC_BENCH_INIT_ONCE ? 0 : nc_init();
+	int rc = 0;
+	switch (o.cmd) {
+	case NC_CMD_INFO: rc = cmd_info(&o.info); break;
+	case NC_CMD_NOW: rc = cmd_now(&o.now); break;
+	case NC_CMD_CHECK: rc = cmd_check(&o.check); break;
+	default: rc = nc_bench_run(&o.bench); break;
+	}
+	fflush(stdout);
+	if (init_rc != 0) {
+		init_error_line(init_rc);
+		return 4;
+	}
+	return rc;
 }

@@ -437,10 +437,16 @@ static void *consumer(void *arg)
 	return NULL;
 }
 
-static int demo_usage(void)
+/* A bad command line: one line on stderr naming the problem, exit 2 (the
+ * tool's convention; nanoclock --help lists the options). */
+static int bad(const char *cmd, const char *what, const char *arg)
 {
-	fprintf(stderr, "usage: nanoclock trace demo FILE [--threads N] [--items N] [--overwrite] "
-			"[--cputime] [--gseq] [--sync-check] [--block-bytes N] [--blocks N]\n");
+	char q[48];
+	if (arg)
+		fprintf(stderr, "nanoclock trace%s%s: %s '%s' (nanoclock --help)\n", cmd[0] ? " " : "",
+			cmd, what, nc_arg_quote(arg, q, sizeof(q)));
+	else
+		fprintf(stderr, "nanoclock trace%s%s: %s (nanoclock --help)\n", cmd[0] ? " " : "", cmd, what);
 	return 2;
 }
 
@@ -477,11 +483,11 @@ static int cmd_demo(int argc, char **argv)
 		} else if (o[0] != '-' && !path) {
 			path = o;
 		} else {
-			return demo_usage();
+			return bad("demo", path && o[0] != '-' ? "one FILE only, not also" : "unknown option", o);
 		}
 	}
 	if (!path)
-		return demo_usage();
+		return bad("demo", "a FILE to write is needed", NULL);
 	if (bb & (bb - 1)) {
 		fprintf(stderr, "nanoclock trace demo: --block-bytes: %ld is not a power of two\n", bb);
 		return 2;
@@ -538,15 +544,6 @@ static int cmd_demo(int argc, char **argv)
 }
 
 /* ---- the command ---- */
-static int usage(void)
-{
-	fprintf(stderr, "usage: nanoclock trace stats FILE [--json]\n"
-			"       nanoclock trace export --format chrome|csv [-o OUT] FILE...\n"
-			"       nanoclock trace demo FILE [--threads N] [--items N] [--overwrite] "
-			"[--cputime] [--gseq] [--sync-check]\n");
-	return 2;
-}
-
 static int open_trace(const char *path, struct nc_trace_reader **r)
 {
 	char why[256];
@@ -582,10 +579,11 @@ static int cmd_stats(int argc, char **argv)
 		else if (!path && (argv[i][0] != '-' || !argv[i][1]))
 			path = argv[i];
 		else
-			return usage();
+			return bad("stats", path && argv[i][0] != '-' ? "one FILE only, not also" : "unknown option",
+				   argv[i]);
 	}
 	if (!path)
-		return usage();
+		return bad("stats", "a FILE to read is needed", NULL);
 	struct nc_trace_reader *r;
 	if (open_trace(path, &r))
 		return 1;
@@ -610,10 +608,8 @@ static int cmd_export(int argc, char **argv)
 			else if (!strcmp(argv[i], "csv"))
 				chrome = 0;
 			else {
-				fprintf(stderr, "nanoclock trace export: --format: '%s' is not chrome or csv\n",
-					argv[i]);
 				free(files);
-				return 2;
+				return bad("export", "--format: not chrome or csv:", argv[i]);
 			}
 		} else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
 			out = argv[++i];
@@ -621,12 +617,16 @@ static int cmd_export(int argc, char **argv)
 			files[n++] = argv[i];
 		} else {
 			free(files);
-			return usage();
+			return bad("export",
+				   !strcmp(argv[i], "--format") || !strcmp(argv[i], "-o") ? "a value is needed after"
+											: "unknown option",
+				   argv[i]);
 		}
 	}
 	if (chrome < 0 || n == 0) {
 		free(files);
-		return usage();
+		return bad("export", chrome < 0 ? "--format chrome or --format csv is needed" : "a FILE to read is needed",
+			   NULL);
 	}
 	struct nc_trace_reader **r = calloc(n, sizeof(*r));
 	int rc = r ? 0 : 1;
@@ -664,5 +664,7 @@ int nc_trace_main(int argc, char **argv)
 		return cmd_export(argc, argv);
 	if (!strcmp(sub, "demo"))
 		return cmd_demo(argc, argv);
-	return usage();
+	if (!sub[0])
+		return bad("", "a command is needed: stats, export or demo", NULL);
+	return bad("", "unknown command (stats, export or demo):", sub);
 }

@@ -27,7 +27,7 @@ static int tb_stated(const struct nc__machine *m, struct nc_hz_source *out, int 
 	(void)m;
 	if (max < 1)
 		return 0;
-	FILE *f = fopen("/proc/cpuinfo", "r");
+	FILE *f = fopen("/proc/cpuinfo", "re");
 	unsigned long long hz = 0;
 	if (f) {
 		char line[256];

@@ -29,7 +29,7 @@ static int rt_stated(const struct nc__machine *m, struct nc_hz_source *out, int 
 	(void)m;
 	if (max < 1)
 		return 0;
-	FILE *f = fopen("/proc/device-tree/cpus/timebase-frequency", "rb");
+	FILE *f = fopen("/proc/device-tree/cpus/timebase-frequency", "rbe");
 	unsigned char b[8];
 	size_t n = 0;
 	if (f) {

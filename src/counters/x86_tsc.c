@@ -72,7 +72,7 @@ static void cpuinfo_mhz(struct nc_hz_source *s, const struct nc__machine *m)
 
 static void sysfs_khz(struct nc_hz_source *s)
 {
-	FILE *f = fopen("/sys/devices/system/cpu/cpu0/tsc_freq_khz", "r");
+	FILE *f = fopen("/sys/devices/system/cpu/cpu0/tsc_freq_khz", "re");
 	unsigned long long khz = 0;
 	if (!f) {
 		nc__src_set(s, "sysfs-tsc_freq_khz", 0, 0, "no /sys/.../cpu0/tsc_freq_khz");

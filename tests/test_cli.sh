@@ -1,0 +1,170 @@
+#!/bin/sh
+# Bad input everywhere, through the tool: every option and every
+# environment variable with empty, garbage, huge, negative, NaN and
+# overlong values.  Each must give exactly one line on stderr and a
+# non-zero exit (2: bad command line; 4: nc_init() refused a NANOCLOCK_*
+# setting, the command's output still printed), never a crash.
+#   tests/test_cli.sh path/to/nanoclock      (RUN="qemu-aarch64 -L /" to emulate)
+# Under emulation (RUN set) every third case only: a run of the tool costs
+# ~0.5 s under qemu, and the parsers are portable C, fuzzed natively.
+set -u
+TOOL=${1:?usage: tests/test_cli.sh path/to/nanoclock}
+RUN=${RUN:-}
+quick=${NC_CLI_QUICK:-}
+[ -z "$RUN" ] || quick=1
+seq_no=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+long=$(printf '9%.0s' $(seq 1 300))             # 300 nines: 10^300 - 1
+longtext=$(printf 'x%.0s' $(seq 1 5000))        # 5000 characters
+nl='a
+b'                                              # a newline inside the value
+
+# expect STATUS(es) DESCRIPTION -- command...: stderr must be one line
+expect() {
+	want=$1 desc=$2
+	shift 3
+	seq_no=$((seq_no + 1))
+	if [ -n "$quick" ] && [ $((seq_no % 3)) != 1 ]; then
+		st=skipped
+		: >"$tmp/out"
+		return 0
+	fi
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	lines=$(wc -l <"$tmp/err")
+	chars=$(wc -c <"$tmp/err")
+	ok=1
+	case " $want " in *" $st "*) ;; *) ok=0 ;; esac
+	if [ "$st" != 0 ]; then
+		# exactly one non-empty line, ending in a newline
+		[ "$lines" -eq 1 ] && [ "$chars" -gt 1 ] || ok=0
+	fi
+	if [ $ok = 1 ]; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "FAIL: $desc: exit $st (want $want), $lines stderr lines:"
+		head -c 600 "$tmp/err" | sed 's/^/    /'
+	fi
+}
+
+opt() { # options that must be refused: exit 2, one line, nothing on stdout
+	expect 2 "nanoclock $*" -- env -u NANOCLOCK_HZ $RUN "$TOOL" "$@"
+	if [ "$st" != skipped ] && [ -s "$tmp/out" ]; then
+		fail=$((fail + 1))
+		echo "FAIL: nanoclock $*: printed on stdout despite the error"
+	fi
+}
+
+# ---- the command line ----
+opt
+opt ""
+opt bogus
+opt "$longtext"
+opt "$nl"
+opt info --bogus
+opt info --json extra
+opt info ""
+opt now --bogus
+opt now ""
+opt now "$nl"
+opt check --bogus
+opt check --method
+opt check --method ""
+opt check --method bogus
+opt check --method "$longtext"
+for o in --probes --rounds; do
+	opt check $o
+	for v in "" abc -1 0 1.5 nan NaN inf -inf 1e9 1e400 0x10 "$long" "$longtext" "$nl" "+" " 5" "5 "; do
+		opt check $o "$v"
+	done
+done
+opt bench bogus
+opt bench ""
+opt bench "$longtext"
+opt bench --bogus
+opt bench --runs 5
+opt bench --quick extra
+opt bench init --quick
+opt bench sync --idle 1
+opt bench unix --threads 2
+opt bench stress --calls 1000000
+opt bench latency --seconds 1
+opt bench trace --runs 3
+opt bench --seconds 5
+opt bench --plot
+opt bench --plot ""
+opt bench --init-once --quick
+opt bench unix --plot /tmp
+opt trace
+opt trace bogus
+opt trace stats
+opt trace export
+opt trace export --format bogus /dev/null
+opt trace demo
+for sub in init sync; do
+	opt bench $sub --runs
+	for v in "" abc -1 0 nan 1e400 100001 "$long" "$longtext" "$nl" 2.5; do
+		opt bench $sub --runs "$v"
+	done
+done
+opt bench init --idle
+for v in "" abc -1 nan inf 1e400 3601 "$long" "$longtext" "$nl" 0x1p3; do
+	opt bench init --idle "$v"
+done
+for sub in unix stress; do
+	opt bench $sub --seconds
+	for v in "" abc -1 0 0.01 nan inf 1e400 86401 "$long" "$longtext" "$nl"; do
+		opt bench $sub --seconds "$v"
+	done
+done
+opt bench stress --threads
+for v in "" abc -1 0 1025 nan 1e3 "$long" "$longtext" "$nl"; do
+	opt bench stress --threads "$v"
+done
+opt bench latency --calls
+for v in "" abc -1 0 9999 nan 1e8 100000000001 "$long" "$longtext" "$nl"; do
+	opt bench latency --calls "$v"
+done
+
+# ---- the environment: nc_init() refuses, the tool says so in one line, exit 4 ----
+envcase() { # want var value
+	want=$1 var=$2 val=$3
+	expect "$want" "$var='$(printf '%s' "$val" | head -c 40)' nanoclock now" -- \
+		env -u NANOCLOCK_HZ -u NANOCLOCK_COUNTER -u NANOCLOCK_HZ_FORCE -u NANOCLOCK_CALIB_PPM \
+		-u NANOCLOCK_CALIB_MAX_MS -u NANOCLOCK_UNIX_REFRESH_MS "$var=$val" $RUN "$TOOL" now
+	if [ "$st" = 4 ] && ! [ -s "$tmp/out" ]; then
+		fail=$((fail + 1))
+		echo "FAIL: $var: the time was not printed although the clock works"
+	fi
+}
+bad_values() { # var, then values refused for it
+	var=$1
+	shift
+	for v in "" garbage -1 nan NaN inf 1e400 "$long" "$longtext" "$nl" 0x10 " " "-0"; do
+		envcase 4 "$var" "$v"
+	done
+	for v in "$@"; do
+		envcase 4 "$var" "$v"
+	done
+}
+bad_values NANOCLOCK_COUNTER no-such-counter "tsc " TSC
+bad_values NANOCLOCK_HZ 0 999 1e12 "2e9x" "2e9 2e9"
+bad_values NANOCLOCK_HZ_FORCE yes 2 true 01
+bad_values NANOCLOCK_CALIB_PPM 0 0.0001 1001 1e9
+bad_values NANOCLOCK_CALIB_MAX_MS 0 0.01 10001 1e9
+bad_values NANOCLOCK_UNIX_REFRESH_MS 0 0.5 60001 1e9
+# well-formed but contradicted by measurement (refused: 4), or ignored
+# where the counter is an exact-rate OS clock (0)
+envcase "0 4" NANOCLOCK_HZ 1k
+# and good values pass
+envcase 0 NANOCLOCK_HZ_FORCE 0
+envcase 0 NANOCLOCK_CALIB_PPM 0.5
+envcase 0 NANOCLOCK_COUNTER clock_monotonic_raw
+expect 0 "nanoclock --help" -- $RUN "$TOOL" --help
+
+echo "tests/test_cli.sh: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

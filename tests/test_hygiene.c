@@ -1,0 +1,342 @@
+/* What the library promises not to do to the program that links it:
+ *   - print: the whole API, good and bad inputs, a faulting application
+ *     counter, bad environment values, the cross-CPU check and the upkeep
+ *     thread, with fds 1 and 2 on a file that must stay empty;
+ *   - change the caller's CPU affinity or signal mask (nc_sync_check, both
+ *     methods, and the upkeep thread), or leave a thread behind;
+ *   - need /proc or /sys: in a mount namespace with empty tmpfs over both,
+ *     it measures and says so (skipped where namespaces are not permitted).
+ * (Never exiting, and never calling printf-like functions, is checked on
+ * the objects by scripts/check-hygiene; leaks by `make check-valgrind`;
+ * fork by tests/test_threads.c.)  Each case runs in a child. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "internal.h"
+#include "child.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SKIP_STATUS 77
+
+static uint64_t illegal(void *ctx)
+{
+	(void)ctx;
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ __volatile__("ud2");
+#elif defined(__aarch64__)
+	__asm__ __volatile__(".inst 0x00000000");
+#elif defined(__powerpc64__)
+	__asm__ __volatile__(".long 0");
+#elif defined(__riscv)
+	__asm__ __volatile__("unimp");
+#else
+	raise(SIGILL);
+#endif
+	return 1;
+}
+
+/* Threads of this process, or -1 where /proc cannot tell. */
+static int count_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* Every public function, with good and bad arguments. */
+static void whole_api(void)
+{
+	struct nc_counter_spec bad = {NULL, NULL, NULL, -1, 99};
+	(void)nc_set_counter(&bad);
+	(void)nc_set_counter(NULL);
+	(void)nc_set_calibration_target(NAN, -1);
+	(void)nc_set_calibration_target(1e9, 1e9);
+	(void)nc_init();
+	(void)nc_init();
+	(void)nc_version();
+	for (int e = -10; e <= 2; e++)
+		(void)nc_strerror(e);
+	uint64_t acc = nc_ticks() + nc_ticks_begin() + nc_ticks_end() + nc_now_ns() +
+		       (uint64_t)nc_unix_ns() + nc_ticks_to_ns(12345) + nc_ns_to_ticks(12345) +
+		       (uint64_t)nc_ticks_to_unix_ns(nc_ticks()) + nc_seconds_before_wrap();
+	acc += (uint64_t)nc_ticks_per_second() + (uint64_t)nc_ticks_per_second_uncertainty_ppm();
+	acc += strlen(nc_ticks_per_second_source()) + strlen(nc_counter_name());
+	nc_conv_t c;
+	nc_get_conv(&c);
+	acc += nc_conv_ticks_to_ns(&c, 999) + nc_conv_ns_to_ticks(&c, 999);
+	(void)nc_conv_init(&c, NAN);
+	(void)nc_conv_init(&c, -1);
+	(void)nc_conv_init(&c, 1e300);
+	(void)nc_conv_init(NULL, 1e9);
+	(void)nc_conv_init(&c, 1e9);
+	(void)nc_set_counter(&bad); /* too late */
+	(void)nc_set_unix_refresh_ms(NAN);
+	(void)nc_set_unix_refresh_ms(-5);
+	(void)nc_set_unix_refresh_ms(1e12);
+	(void)nc_set_unix_refresh_ms(5);
+	struct nc_unix_status st;
+	(void)nc_get_unix_status(NULL);
+	(void)nc_get_unix_status(&st);
+	struct nc_info in;
+	(void)nc_get_info(&in);
+	(void)nc_upkeep_stop();
+	(void)nc_upkeep_start();
+	(void)nc_upkeep_start();
+	struct timespec ts = {0, 20000000};
+	nanosleep(&ts, NULL);
+	(void)nc_upkeep_stop();
+	struct nc_sync_options o;
+	nc_sync_default_options(&o);
+	o.probes = 2000;
+	o.rounds = 1;
+	struct nc_sync_report r;
+	(void)nc_sync_check(&o, &r);
+	o.method = NC_SYNC_SWITCH;
+	o.probes = 20;
+	(void)nc_sync_check(&o, &r);
+	o.method = 99;
+	(void)nc_sync_check(&o, &r);
+	(void)nc_sync_check(NULL, NULL);
+	for (int v = -1; v <= 3; v++)
+		acc += strlen(nc_sync_verdict_name(v));
+	if (acc == 42)
+		(void)nc_now_ns();
+}
+
+/* fds 1 and 2 on a fresh file while fn() runs; returns what was written. */
+static long silent_run(void (*fn)(void))
+{
+	char path[] = "/tmp/nc-hygiene-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	unlink(path);
+	fflush(NULL);
+	int o1 = dup(1), o2 = dup(2);
+	CHECK(o1 >= 0 && o2 >= 0);
+	CHECK(dup2(fd, 1) == 1 && dup2(fd, 2) == 2);
+	fn();
+	fflush(NULL);
+	struct stat sb;
+	CHECK(fstat(fd, &sb) == 0);
+	dup2(o1, 1);
+	dup2(o2, 2);
+	close(o1);
+	close(o2);
+	if (sb.st_size > 0) {
+		char buf[512];
+		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+		buf[n > 0 ? n : 0] = 0;
+		fprintf(stderr, "case: the library wrote %lld bytes to stdout/stderr:\n%s\n",
+			(long long)sb.st_size, buf);
+	}
+	close(fd);
+	return (long)sb.st_size;
+}
+
+static void child_silent(const char *arg)
+{
+	if (arg && strcmp(arg, "bad") == 0) {
+		/* every environment variable malformed, and a counter that faults */
+		setenv("NANOCLOCK_COUNTER", "no-such-counter-with-a-very-long-name-indeed-yes", 1);
+		setenv("NANOCLOCK_HZ", "nan", 1);
+		setenv("NANOCLOCK_HZ_FORCE", "maybe", 1);
+		setenv("NANOCLOCK_CALIB_PPM", "-1", 1);
+		setenv("NANOCLOCK_CALIB_MAX_MS", "1e999", 1);
+		setenv("NANOCLOCK_UNIX_REFRESH_MS", "", 1);
+		struct nc_counter_spec s = {"faulty", illegal, NULL, 0, 64};
+		CHECK(nc_set_counter(&s) == 0);
+	}
+	CHECK(silent_run(whole_api) == 0);
+}
+
+/* ---- affinity, mask, threads ---- */
+static void *nothing(void *arg)
+{
+	return arg;
+}
+
+static void child_affinity_mask(const char *arg)
+{
+	(void)arg;
+	/* a mask of our own, and an affinity narrower than the machine's
+	 * when there is more than one CPU (the check must not widen it) */
+	sigset_t m, m0, m1;
+	sigemptyset(&m);
+	sigaddset(&m, SIGUSR1);
+	sigaddset(&m, SIGUSR2);
+	sigaddset(&m, SIGRTMIN + 1);
+	CHECK(pthread_sigmask(SIG_BLOCK, &m, NULL) == 0);
+	cpu_set_t a0, a1, all;
+	CHECK(pthread_getaffinity_np(pthread_self(), sizeof(all), &all) == 0);
+	if (CPU_COUNT(&all) > 2) { /* drop one: the rest still have two to compare */
+		for (int c = CPU_SETSIZE - 1; c >= 0; c--)
+			if (CPU_ISSET(c, &all)) {
+				CPU_CLR(c, &all);
+				break;
+			}
+		CHECK(pthread_setaffinity_np(pthread_self(), sizeof(all), &all) == 0);
+	}
+	CHECK(pthread_sigmask(SIG_BLOCK, NULL, &m0) == 0);
+	CHECK(pthread_getaffinity_np(pthread_self(), sizeof(a0), &a0) == 0);
+	/* a thread first, so that a sanitizer's helper thread (ThreadSanitizer
+	 * starts one with the first thread) is there before the count */
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, nothing, NULL) == 0 && pthread_join(t, NULL) == 0);
+	int th0 = count_threads();
+
+	CHECK(nc_init() == 0);
+	struct nc_sync_options o;
+	nc_sync_default_options(&o);
+	o.probes = 2000;
+	o.rounds = 2;
+	struct nc_sync_report r;
+	CHECK(nc_sync_check(&o, &r) == 0);
+	o.method = NC_SYNC_SWITCH;
+	o.probes = 50;
+	CHECK(nc_sync_check(&o, &r) == 0);
+	CHECK(nc_upkeep_start() == 0);
+	struct timespec ts = {0, 10000000};
+	nanosleep(&ts, NULL);
+	CHECK(nc_upkeep_stop() == 0);
+
+	CHECK(pthread_sigmask(SIG_BLOCK, NULL, &m1) == 0);
+	CHECK(pthread_getaffinity_np(pthread_self(), sizeof(a1), &a1) == 0);
+	for (int s = 1; s < _NSIG; s++)
+		if (sigismember(&m0, s) != sigismember(&m1, s)) {
+			fprintf(stderr, "case: signal mask changed at %d\n", s);
+			_exit(1);
+		}
+	CHECK(CPU_EQUAL(&a0, &a1));
+	if (th0 > 0)
+		CHECK(count_threads() == th0); /* every thread joined */
+}
+
+/* ---- no /proc, no /sys ---- */
+static int hide_proc_sys(char *why, size_t len)
+{
+	if (unshare(CLONE_NEWNS) != 0) {
+		/* unprivileged: a user namespace of our own grants mounting */
+		uid_t uid = getuid();
+		gid_t gid = getgid();
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
+			snprintf(why, len, "unshare(CLONE_NEWNS): %s, and a user namespace too",
+				 strerror(errno));
+			return -1;
+		}
+		char map[64];
+		int fd = open("/proc/self/setgroups", O_WRONLY);
+		if (fd >= 0) {
+			(void)!write(fd, "deny", 4);
+			close(fd);
+		}
+		snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
+		fd = open("/proc/self/uid_map", O_WRONLY);
+		if (fd >= 0) {
+			(void)!write(fd, map, strlen(map));
+			close(fd);
+		}
+		snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
+		fd = open("/proc/self/gid_map", O_WRONLY);
+		if (fd >= 0) {
+			(void)!write(fd, map, strlen(map));
+			close(fd);
+		}
+	}
+	if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0 ||
+	    mount("none", "/proc", "tmpfs", 0, "size=16k") != 0 ||
+	    mount("none", "/sys", "tmpfs", 0, "size=16k") != 0) {
+		snprintf(why, len, "mounting tmpfs over /proc and /sys: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void child_no_proc_sys(const char *arg)
+{
+	(void)arg;
+	char why[160];
+	if (hide_proc_sys(why, sizeof(why)) != 0) {
+		fprintf(stderr, "skipped: %s\n", why);
+		_exit(SKIP_STATUS);
+	}
+	CHECK(access("/proc/cpuinfo", F_OK) != 0 && access("/sys/devices", F_OK) != 0);
+	CHECK(nc_init() == 0);
+	struct nc_info in;
+	CHECK(nc_get_info(&in) == 0);
+	CHECK(strstr(in.policy, "/proc and /sys not readable"));
+	CHECK(in.kernel.clocksource[0] == 0 && in.kernel.tsc_unstable == -1);
+	if (strstr(in.policy, "rate is measured"))
+		CHECK(in.hz_measured > 0 && strcmp(in.hz_source, "measured") == 0);
+	/* a working clock: nc_now_ns on CLOCK_MONOTONIC_RAW's time line */
+	int64_t a = nc__mono_raw_ns();
+	uint64_t v = nc_now_ns();
+	int64_t b = nc__mono_raw_ns();
+	CHECK((int64_t)v > a - 1000000 && (int64_t)v < b + 1000000);
+	int64_t u = nc_unix_ns(), r = nc__clock_ns(CLOCK_REALTIME);
+	CHECK(llabs(u - r) < 1000000);
+}
+
+static const struct child_case cases[] = {
+	{"silent_api", child_silent, "good", NULL, NULL},
+	{"silent_api_bad_input", child_silent, "bad", NULL, NULL},
+	{"affinity_and_mask_kept", child_affinity_mask, NULL, NULL, NULL},
+	{"no_proc_no_sys", child_no_proc_sys, NULL, NULL, NULL},
+};
+#define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
+
+/* RUN_CASE, with exit status 77 as a skip */
+static void run_child_case(void **state)
+{
+	const struct child_case *c = *state;
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		child_touch_stack();
+		child_setup(c);
+		c->fn(c->arg);
+		_exit(0);
+	}
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st))
+		fail_msg("case %s: killed by signal %d", c->name, WTERMSIG(st));
+	if (WEXITSTATUS(st) == SKIP_STATUS)
+		skip();
+	if (WEXITSTATUS(st) != 0)
+		fail_msg("case %s failed", c->name);
+}
+
+int main(int argc, char **argv)
+{
+	int rc = child_main(argc, argv, cases, NCASES);
+	if (rc >= 0)
+		return rc;
+	struct CMUnitTest tests[NCASES];
+	for (int i = 0; i < NCASES; i++) {
+		struct CMUnitTest t = {cases[i].name, run_child_case, NULL, NULL, (void *)&cases[i]};
+		tests[i] = t;
+	}
+	return _cmocka_run_group_tests("test_hygiene", tests, NCASES, NULL, NULL);
+}

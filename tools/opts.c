@@ -1,0 +1,127 @@
+/* The tool's command line (see opts.h): info, now and check here, bench in
+ * bench/bench_args.c. */
+#include "opts.h"
+#include "args.h"
+
+#include <nanoclock_sync.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static int unknown(const char *arg, char *why, size_t whylen)
+{
+	char q[48];
+	snprintf(why, whylen, "unknown option '%s' (nanoclock --help lists them)",
+		 nc_arg_quote(arg, q, sizeof(q)));
+	return -1;
+}
+
+int nc_parse_info(int argc, char *const *argv, struct nc_info_opts *o, char *why, size_t whylen)
+{
+	memset(o, 0, sizeof(*o));
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			o->json = 1;
+		else
+			return unknown(argv[i], why, whylen);
+	}
+	return 0;
+}
+
+int nc_parse_now(int argc, char *const *argv, struct nc_now_opts *o, char *why, size_t whylen)
+{
+	memset(o, 0, sizeof(*o));
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--unix"))
+			o->mode = NC_NOW_UNIX;
+		else if (!strcmp(argv[i], "--iso"))
+			o->mode = NC_NOW_ISO;
+		else if (!strcmp(argv[i], "--json"))
+			o->mode = NC_NOW_JSON;
+		else
+			return unknown(argv[i], why, whylen);
+	}
+	return 0;
+}
+
+int nc_parse_check(int argc, char *const *argv, struct nc_check_opts *o, char *why, size_t whylen)
+{
+	memset(o, 0, sizeof(*o));
+	o->method = NC_SYNC_COP;
+	char q[48];
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--json")) {
+			o->json = 1;
+		} else if (!strcmp(a, "--method")) {
+			if (i + 1 >= argc) {
+				snprintf(why, whylen, "--method needs a value: cop or switch");
+				return -1;
+			}
+			const char *m = argv[++i];
+			if (!strcmp(m, "cop")) {
+				o->method = NC_SYNC_COP;
+			} else if (!strcmp(m, "switch")) {
+				o->method = NC_SYNC_SWITCH;
+			} else {
+				snprintf(why, whylen, "--method: '%s' is not cop or switch",
+					 nc_arg_quote(m, q, sizeof(q)));
+				return -1;
+			}
+		} else if (!strcmp(a, "--probes") || !strcmp(a, "--rounds")) {
+			int probes = !strcmp(a, "--probes");
+			if (i + 1 >= argc) {
+				snprintf(why, whylen, "%s needs a value", a);
+				return -1;
+			}
+			long v;
+			if (nc_arg_long(a, argv[++i], 1, probes ? 100000000 : 1000, &v, why, whylen))
+				return -1;
+			if (probes)
+				o->probes = v;
+			else
+				o->rounds = v;
+		} else {
+			return unknown(a, why, whylen);
+		}
+	}
+	return 0;
+}
+
+int nc_parse_command(int argc, char *const *argv, struct nc_tool_opts *o, char *why, size_t whylen)
+{
+	memset(o, 0, sizeof(*o));
+	char q[48], sub[200];
+	if (argc < 2 || !argv[1]) {
+		snprintf(why, whylen, "a command is needed: info, now, check, bench or trace (nanoclock --help)");
+		return -1;
+	}
+	const char *c = argv[1];
+	int rc;
+	if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) {
+		o->cmd = NC_CMD_HELP;
+		return 0;
+	} else if (!strcmp(c, "info")) {
+		o->cmd = NC_CMD_INFO;
+		rc = nc_parse_info(argc - 2, argv + 2, &o->info, sub, sizeof(sub));
+	} else if (!strcmp(c, "now")) {
+		o->cmd = NC_CMD_NOW;
+		rc = nc_parse_now(argc - 2, argv + 2, &o->now, sub, sizeof(sub));
+	} else if (!strcmp(c, "check")) {
+		o->cmd = NC_CMD_CHECK;
+		rc = nc_parse_check(argc - 2, argv + 2, &o->check, sub, sizeof(sub));
+	} else if (!strcmp(c, "bench")) {
+		o->cmd = NC_CMD_BENCH;
+		rc = nc_parse_bench(argc - 2, argv + 2, &o->bench, sub, sizeof(sub));
+	} else if (!strcmp(c, "trace")) {
+		o->cmd = NC_CMD_TRACE; /* its options: tools/trace.c */
+		return 0;
+	} else {
+		snprintf(why, whylen, "unknown command '%s': info, now, check, bench or trace (nanoclock --help)",
+			 nc_arg_quote(c, q, sizeof(q)));
+		return -1;
+	}
+	if (rc != 0)
+		snprintf(why, whylen, "%s: %s", c, sub);
+	return rc;
+}

@@ -1,5 +1,6 @@
 /* libFuzzer: the tool's whole command line (nc_parse_command: info, now,
- * check and bench with their options).  The input is split at NUL bytes
+ * check and bench with their options; trace's own options are parsed by
+ * tools/trace.c, whose file reader fuzz/trace_decode.c drives).  The input is split at NUL bytes
  * into up to 12 arguments after "nanoclock".  Invariants: 0 with every
  * option in its range, or -1 with a one-line reason. */
 #include "../tools/opts.h"
@@ -38,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (rc == 0) {
 		const struct nc_check_opts *c = &o.check;
 		const struct nc_bench_opts *b = &o.bench;
-		if (o.cmd < NC_CMD_HELP || o.cmd > NC_CMD_BENCH)
+		if (o.cmd < NC_CMD_HELP || o.cmd > NC_CMD_TRACE)
 			abort();
 		if (o.now.mode < 0 || o.now.mode > 3)
 			abort();
@@ -46,10 +47,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    c->probes > 100000000 || c->rounds < 0 || c->rounds > 1000)
 			abort();
 		if (o.cmd == NC_CMD_BENCH &&
-		    (b->sub < NC_BENCH_DEFAULT || b->sub > NC_BENCH_LATENCY || b->runs < 1 ||
+		    (b->sub < NC_BENCH_DEFAULT || b->sub > NC_BENCH_TRACE || b->runs < 1 ||
 		     b->runs > 100000 || !(b->idle >= 0 && b->idle <= 3600) ||
 		     !(b->seconds >= 0.1 && b->seconds <= 86400) || b->threads < 1 || b->threads > 1024 ||
-		     b->calls < 10000 || b->calls > 100000000000LL))
+		     b->calls < 10000 || b->calls > 100000000000LL ||
+		     (b->plot_dir && (!b->plot_dir[0] || b->sub != NC_BENCH_DEFAULT))))
 			abort();
 	} else {
 		abort();

@@ -25,7 +25,9 @@ struct world {
 	long double mono_v0, mono_T0; /* CLOCK_MONOTONIC = mono_v0 + (T - mono_T0) * real_rate,
 					 standing still in a suspend like RAW */
 	double real_rate;
-	long double real_off;       /* CLOCK_REALTIME = CLOCK_MONOTONIC + real_off */
+	int64_t real_off;           /* CLOCK_REALTIME = CLOCK_MONOTONIC + real_off: an
+				       integer, so that Unix time (~1.8e18 ns) stays exact
+				       where long double is only a double (valgrind) */
 	struct nc__kclock k;
 	int have_k;
 };
@@ -42,7 +44,7 @@ static inline long double world_mono(void)
 {
 	return w.mono_v0 + (w.T - w.mono_T0) * (long double)w.real_rate;
 }
-static inline long double world_real(void) { return world_mono() + w.real_off; }
+static inline int64_t world_real(void) { return (int64_t)world_mono() + w.real_off; }
 static inline int64_t world_raw_now(void) { return (int64_t)(w.T - w.raw_lost); }
 
 static uint64_t w_ctr(void *ctx)
@@ -90,7 +92,7 @@ static inline void world_install(void)
 	w.mono_v0 = 50e9L;
 	w.mono_T0 = w.T;
 	w.real_rate = 1.0;
-	w.real_off = 1795000000e9L - 50e9L;
+	w.real_off = 1795000000000000000LL - 50000000000LL;
 	w.k.state = TIME_OK;
 	w.k.maxerror_us = 2000;
 	w.k.esterror_us = 100;
@@ -114,7 +116,7 @@ static inline void world_real_rate(double r)
 	w.mono_T0 = w.T;
 	w.real_rate = r;
 }
-static inline void world_real_step(long double ns) { w.real_off += ns; }
+static inline void world_real_step(int64_t ns) { w.real_off += ns; }
 
 /* A suspend of ns: MONOTONIC_RAW and MONOTONIC stand still; REALTIME and
  * BOOTTIME go on (the kernel moves REALTIME's offset); the counter stops
@@ -127,7 +129,7 @@ static inline void world_suspend(long double ns, int counter_runs)
 	}
 	w.mono_v0 = world_mono();
 	w.mono_T0 = w.T + ns;
-	w.real_off += ns;
+	w.real_off += (int64_t)ns;
 	w.T += ns;
 	w.raw_lost += ns;
 }

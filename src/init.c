@@ -289,8 +289,11 @@ static void do_init(void)
 	int64_t t_start = nc__mono_raw_ns();
 	struct nc__registered reg;
 	read_configuration(&reg);
+	int64_t t_cfg = nc__mono_raw_ns();
 	choose_counter(&reg);
+	int64_t t_sel = nc__mono_raw_ns();
 	int exact = calibrate_counter();
+	int64_t t_cal = nc__mono_raw_ns();
 	S->resolution = S->cands[S->sel.index].resolution_ticks;
 	decide_rate(exact);
 	write_policy();
@@ -302,8 +305,14 @@ static void do_init(void)
 	nc__publish_first();
 	nc__wall_first();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	S->init_ms = (double)(nc__mono_raw_ns() - t_start) / 1e6;
+	int64_t t_end = nc__mono_raw_ns();
+	S->init_ms = (double)(t_end - t_start) / 1e6;
 	report();
+	/* where a slow start went (the machine's files, the candidates, the
+	 * calibration, the rest: stated rates, the first tie to the system clock) */
+	nc__log(NC_LOG_DEBUG, "init phases: configuration and machine %.3f ms, selection %.3f ms, "
+		"calibration %.3f ms, rate and ties %.3f ms", (double)(t_cfg - t_start) / 1e6,
+		(double)(t_sel - t_cfg) / 1e6, (double)(t_cal - t_sel) / 1e6, (double)(t_end - t_cal) / 1e6);
 	initialising = 0;
 }
 

@@ -21,6 +21,12 @@ struct sim {
 	/* slow wander of the reference reading (an emulated or virtual timer
 	 * catching up): + wander_ns * sin(2 pi t / wander_period_ns + phase) */
 	double wander_ns, wander_period_ns, wander_phase;
+	/* code warming up: after each reference read, an extra delay that
+	 * falls linearly from warm_ns (at the start) to 0 over warm_period_ns
+	 * of true time, so brackets narrow and the reference's place in them
+	 * drifts (a systematic bias of the slope: warm_ns / 2 / warm_period) */
+	double warm_ns, warm_period_ns;
+	long double warm_t0;
 	uint64_t rng;
 	long calls;
 };
@@ -68,6 +74,11 @@ static inline int64_t sim_ref(void *ctx)
 	if (s->wander_ns > 0)
 		t += s->wander_ns * sin(6.283185307179586 * (double)(t / s->wander_period_ns) +
 					s->wander_phase);
+	if (s->warm_ns > 0) {
+		double age = (double)(s->t_ns - s->warm_t0);
+		if (age < s->warm_period_ns)
+			s->t_ns += s->warm_ns * (1 - age / s->warm_period_ns);
+	}
 	return (int64_t)floorl(t);
 }
 
@@ -83,6 +94,8 @@ static inline void sim_default(struct sim *s, double hz, uint64_t seed)
 	s->preempt_ns = 0;
 	s->frozen = s->backwards = s->ref_frozen = 0;
 	s->wander_ns = s->wander_period_ns = s->wander_phase = 0;
+	s->warm_ns = s->warm_period_ns = 0;
+	s->warm_t0 = s->t_ns;
 	s->rng = seed * 0x9E3779B97F4A7C15ull + 1;
 	s->calls = 0;
 }

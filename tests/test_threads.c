@@ -273,7 +273,12 @@ static void *holder(void *arg)
 static void test_fork(void **state)
 {
 	(void)state;
-	if (UPKEEP_IN_CHILD)
+	/* qemu-user (make check-cross sets NC_TEST_RUN) cannot start a thread in
+	 * the child of a multi-threaded fork either: qemu-ppc64le 7.2 aborted in
+	 * its own qemu_plugin_vcpu_init_hook there */
+	const char *emu = getenv("NC_TEST_RUN");
+	int upkeep_in_child = UPKEEP_IN_CHILD && !(emu && emu[0]);
+	if (upkeep_in_child)
 		assert_int_equal(nc_upkeep_start(), 0);
 	pthread_t th;
 	stop_holder = 0;
@@ -287,7 +292,7 @@ static void test_fork(void **state)
 			nc__wall_clock_was_set(); /* the lock is usable */
 			struct nc_info in;
 			nc_get_info(&in); /* the child's first look restarts the upkeep thread */
-			int ok = nc_now_ns() > a && nc_unix_ns() > u && in.upkeep_running == UPKEEP_IN_CHILD;
+			int ok = nc_now_ns() > a && nc_unix_ns() > u && in.upkeep_running == upkeep_in_child;
 			/* stopped as a program would (make check-valgrind counts the fds
 			 * left open: the parent's upkeep fds must be gone here too) */
 			ok = ok && nc_upkeep_stop() == 0;

@@ -12,10 +12,10 @@
  *
  * Shared state: one 64-byte line per timeline, read, never written, by the
  * fast path.  Each line is a sequence lock (seqlock): the rare writer
- * (initialisation and the periodic refresh in src/clock.c) makes seq odd,
+ * (initialisation and the periodic refresh in src/timeline.c and src/wall.c) makes seq odd,
  * rewrites the fields and makes seq even again; a reader that sees an odd
  * or changed seq, or a counter value outside the line's epoch, calls into
- * the library, which never blocks it for long (see src/clock.c).
+ * the library, which never blocks it for long (see src/timeline.c).
  */
 #ifndef NANOCLOCK_IMPL_H
 #define NANOCLOCK_IMPL_H
@@ -92,7 +92,7 @@ NC_API uint64_t nc_impl_ticks_to_ns_slow(uint64_t ticks);
 
 /* Seqlock reads: relaxed loads of the fields, then an acquire fence before
  * seq is loaded again; it pairs with the release fence the writer issues
- * after making seq odd (publish_line in src/clock.c), so a reader that saw
+ * after making seq odd (nc__publish_line in src/timeline.c), so a reader that saw
  * any new field value also sees the odd or new seq.  ThreadSanitizer does
  * not model fences: under it every load is an acquire instead, which gives
  * the same guarantee in a form it checks. */

@@ -71,23 +71,40 @@ __attribute__((noinline)) static void child_touch_stack(void)
 		pages[i] = 0;
 }
 
-/* Inside a cmocka test: run one case in a forked child (or skip). */
-#define RUN_CASE(c)                                                                        \
-	do {                                                                               \
-		fflush(NULL);                                                              \
-		pid_t pid_ = fork();                                                       \
-		if (pid_ == 0) {                                                           \
-			child_touch_stack();                                               \
-			child_setup(c);                                                    \
-			(c)->fn((c)->arg);                                                 \
-			_exit(0);                                                          \
-		}                                                                          \
-		int st_ = 0;                                                               \
-		assert_int_equal(waitpid(pid_, &st_, 0), pid_);                            \
-		if (!WIFEXITED(st_))                                                       \
-			fail_msg("case %s: killed by signal %d", (c)->name, WTERMSIG(st_)); \
-		if (WEXITSTATUS(st_) != 0)                                                 \
-			fail_msg("case %s failed", (c)->name);                             \
-	} while (0)
+/* A case's exit status for "cannot run here" (reported as a skip). */
+#define CHILD_SKIP 77
+
+/* Inside a cmocka test: run one case in a forked child. */
+static inline void child_run(const struct child_case *c)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		child_touch_stack();
+		child_setup(c);
+		c->fn(c->arg);
+		_exit(0);
+	}
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st))
+		fail_msg("case %s: killed by signal %d", c->name, WTERMSIG(st));
+	if (WEXITSTATUS(st) == CHILD_SKIP)
+		skip();
+	if (WEXITSTATUS(st) != 0)
+		fail_msg("case %s failed", c->name);
+}
+#define RUN_CASE(c) child_run(c)
+
+static inline void child_run_state(void **state) { child_run((const struct child_case *)*state); }
+
+/* The cases as cmocka tests, one per case, into t[0..n-1]. */
+static inline void child_tests(struct CMUnitTest *t, const struct child_case *cases, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct CMUnitTest u = {cases[i].name, child_run_state, NULL, NULL, (void *)&cases[i]};
+		t[i] = u;
+	}
+}
 
 #endif

@@ -258,12 +258,6 @@ static void test_hz_close(void **state)
 	RUN_CASE(&c);
 }
 
-static void run_child_case(void **state)
-{
-	const struct child_case *c = *state;
-	RUN_CASE(c);
-}
-
 int main(int argc, char **argv)
 {
 	int rc = child_main(argc, argv, cases, NCASES);
@@ -273,10 +267,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_parse_good),
 		cmocka_unit_test(test_parse_bad),
 	};
-	for (int i = 0; i < NCASES; i++) {
-		struct CMUnitTest t = {cases[i].name, run_child_case, NULL, NULL, (void *)&cases[i]};
-		tests[2 + i] = t;
-	}
+	child_tests(tests + 2, cases, NCASES);
 	tests[2 + NCASES] = (struct CMUnitTest)cmocka_unit_test(test_hz_close);
 	return _cmocka_run_group_tests("test_env", tests, NCASES + 3, NULL, NULL);
 }

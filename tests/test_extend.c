@@ -173,12 +173,6 @@ static const struct child_case cases[] = {
 };
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
 
-static void run_child_case(void **state)
-{
-	const struct child_case *c = *state;
-	RUN_CASE(c);
-}
-
 int main(int argc, char **argv)
 {
 	int rc = child_main(argc, argv, cases, NCASES);
@@ -186,9 +180,6 @@ int main(int argc, char **argv)
 		return rc;
 	struct CMUnitTest tests[NCASES + 1];
 	tests[0] = (struct CMUnitTest)cmocka_unit_test(test_extend_step);
-	for (int i = 0; i < NCASES; i++) {
-		struct CMUnitTest t = {cases[i].name, run_child_case, NULL, NULL, (void *)&cases[i]};
-		tests[i + 1] = t;
-	}
+	child_tests(tests + 1, cases, NCASES);
 	return _cmocka_run_group_tests("test_extend", tests, NCASES + 1, NULL, NULL);
 }

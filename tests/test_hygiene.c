@@ -32,8 +32,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SKIP_STATUS 77
-
 static uint64_t illegal(void *ctx)
 {
 	(void)ctx;
@@ -291,7 +289,7 @@ static void child_no_proc_sys(const char *arg)
 	char why[160];
 	if (hide_proc_sys(why, sizeof(why)) != 0) {
 		fprintf(stderr, "skipped: %s\n", why);
-		_exit(SKIP_STATUS);
+		_exit(CHILD_SKIP);
 	}
 	CHECK(access("/proc/cpuinfo", F_OK) != 0 && access("/sys/devices", F_OK) != 0);
 	CHECK(nc_init() == 0);
@@ -318,37 +316,12 @@ static const struct child_case cases[] = {
 };
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
 
-/* RUN_CASE, with exit status 77 as a skip */
-static void run_child_case(void **state)
-{
-	const struct child_case *c = *state;
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		child_touch_stack();
-		child_setup(c);
-		c->fn(c->arg);
-		_exit(0);
-	}
-	int st = 0;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	if (!WIFEXITED(st))
-		fail_msg("case %s: killed by signal %d", c->name, WTERMSIG(st));
-	if (WEXITSTATUS(st) == SKIP_STATUS)
-		skip();
-	if (WEXITSTATUS(st) != 0)
-		fail_msg("case %s failed", c->name);
-}
-
 int main(int argc, char **argv)
 {
 	int rc = child_main(argc, argv, cases, NCASES);
 	if (rc >= 0)
 		return rc;
 	struct CMUnitTest tests[NCASES];
-	for (int i = 0; i < NCASES; i++) {
-		struct CMUnitTest t = {cases[i].name, run_child_case, NULL, NULL, (void *)&cases[i]};
-		tests[i] = t;
-	}
+	child_tests(tests, cases, NCASES);
 	return _cmocka_run_group_tests("test_hygiene", tests, NCASES, NULL, NULL);
 }

@@ -272,12 +272,6 @@ static const struct child_case cases[] = {
 };
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
 
-static void run_child_case(void **state)
-{
-	const struct child_case *c = *state;
-	RUN_CASE(c);
-}
-
 int main(int argc, char **argv)
 {
 	(void)fault_sigs;
@@ -285,9 +279,6 @@ int main(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	struct CMUnitTest tests[NCASES];
-	for (int i = 0; i < NCASES; i++) {
-		struct CMUnitTest t = {cases[i].name, run_child_case, NULL, NULL, (void *)&cases[i]};
-		tests[i] = t;
-	}
+	child_tests(tests, cases, NCASES);
 	return _cmocka_run_group_tests("test_signals", tests, NCASES, NULL, NULL);
 }

@@ -294,12 +294,6 @@ static const struct child_case cases[] = {
 };
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
 
-static void run_child_case(void **state)
-{
-	const struct child_case *c = *state;
-	RUN_CASE(c);
-}
-
 /* The UTC status from recorded adjtimex results. */
 static void test_utc_decode(void **state)
 {
@@ -341,9 +335,6 @@ int main(int argc, char **argv)
 		return rc;
 	struct CMUnitTest tests[NCASES + 1];
 	tests[0] = (struct CMUnitTest)cmocka_unit_test(test_utc_decode);
-	for (int i = 0; i < NCASES; i++) {
-		struct CMUnitTest t = {cases[i].name, run_child_case, NULL, NULL, (void *)&cases[i]};
-		tests[i + 1] = t;
-	}
+	child_tests(tests + 1, cases, NCASES);
 	return _cmocka_run_group_tests("test_timeline", tests, NCASES + 1, NULL, NULL);
 }

@@ -168,21 +168,12 @@ static const struct child_case cases[] = {
 };
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
 
-static void run_child_case(void **state)
-{
-	const struct child_case *c = *state;
-	RUN_CASE(c);
-}
-
 int main(int argc, char **argv)
 {
 	int rc = child_main(argc, argv, cases, NCASES);
 	if (rc >= 0)
 		return rc;
 	struct CMUnitTest tests[NCASES];
-	for (int i = 0; i < NCASES; i++) {
-		struct CMUnitTest x = {cases[i].name, run_child_case, NULL, NULL, (void *)&cases[i]};
-		tests[i] = x;
-	}
+	child_tests(tests, cases, NCASES);
 	return _cmocka_run_group_tests("test_trace_world", tests, NCASES, NULL, NULL);
 }

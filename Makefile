@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # nanoclock — GNU Make build.
 #   make            library (static + shared) and the nanoclock tool
 #   make run        build, then run `nanoclock info`

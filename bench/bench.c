@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * `nanoclock bench`: figures, as ratios against baselines measured in the
  * same run (this machine is shared and noisy):

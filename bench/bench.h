@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Cost measurements shared by `nanoclock bench` and `nanoclock info`. */
 #ifndef NC_BENCH_H
 #define NC_BENCH_H

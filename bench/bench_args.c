@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `nanoclock bench`'s command line (see tools/opts.h): pure, for the tool
  * and the fuzzer. */
 #include "../tools/args.h"

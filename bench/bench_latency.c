@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * `nanoclock bench latency [--calls N]`: the distribution of one
  * nc_now_ns() call over N calls (10^8), and the cost of a refresh.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * `nanoclock bench stress [--threads N] [--seconds S]`: the ordering
  * guarantee under load.  N threads (16) take one mutex in turn for S

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * `nanoclock bench trace [--quick]`: what tracing costs, in one run so the
  * ratios hold on a noisy machine:

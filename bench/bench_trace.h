@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `nanoclock bench trace` (bench/bench_trace.c). */
 #ifndef NC_BENCH_TRACE_H
 #define NC_BENCH_TRACE_H

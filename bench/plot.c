@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * `nanoclock bench --plot DIR [--seconds N] [--quick]`: measures, writes the
  * data and a gnuplot script into DIR, and runs gnuplot (Debian:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Time a block of code with ordered reads, and stamp events with nc_now_ns.
  *
  *   nc_ticks_begin()  taken after every earlier instruction, before the block

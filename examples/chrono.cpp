@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // nanoclock from C++: std::chrono clocks over the C API (nanoclock.hpp,
 // header-only, C++11 and later).
 //

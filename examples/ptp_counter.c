@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A counter of your own: a PTP hardware clock, or a mock where there is none.
  *
  * A NIC's PTP hardware clock (PHC, /dev/ptpN, disciplined by ptp4l) stamps

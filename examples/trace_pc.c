@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A producer/consumer pipeline, traced: producers checksum blocks of
  * pseudo-random data (CRC-32), consumers check them; a bounded queue with a
  * mutex and two condition variables between them.  Each stage is a

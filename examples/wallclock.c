@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Wall-clock stamps with their stated error.
  *
  * nc_unix_ns() is Unix time (ns since 1970-01-01 UTC) at the cost of a

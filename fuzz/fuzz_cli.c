@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer: the tool's whole command line (nc_parse_command: info, now,
  * check and bench with their options; trace's own options are parsed by
  * tools/trace.c, whose file reader fuzz/trace_decode.c drives).  The input is split at NUL bytes

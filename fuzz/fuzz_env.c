@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer: the NANOCLOCK_* configuration reader (nc__config_read) with a
  * fuzzed environment.  The input is split at 0xff bytes into up to six
  * values, one per variable in the order below; a value starting with 0xfe

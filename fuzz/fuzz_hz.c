@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer: the NANOCLOCK_HZ parser (nc__parse_hz) and the parser of the
  * other numeric settings (nc__parse_positive, with the three ranges the
  * library uses).  Invariants: the result is 0 or NC_EINVAL/NC_ERANGE; an

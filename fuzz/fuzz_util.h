@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared by the libFuzzer harnesses: invariants every reason must keep. */
 #ifndef NC_FUZZ_UTIL_H
 #define NC_FUZZ_UTIL_H

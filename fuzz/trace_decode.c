@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer harness for the trace decoder: every input goes through the
  * reader's checks; one it accepts goes through everything the tool does

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * nanoclock — nanosecond time at the cost of a counter read.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * nanoclock for C++ (C++11 and later): std::chrono clocks over the C API,
  * header-only.  Link with -lnanoclock as for C.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * nanoclock — the inline fast path, included at the end of nanoclock.h.
  *

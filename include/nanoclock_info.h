@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * nanoclock — what the library found out about this machine (slow path;
  * used by `nanoclock info`, useful to log next to measurements).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * nanoclock — do the CPUs' counters agree?  An experiment, not a guess.
  *

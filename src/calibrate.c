@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Measuring the counter's frequency against a reference clock
  * (CLOCK_MONOTONIC_RAW in the library, a simulation in the tests).

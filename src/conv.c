@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Division-free tick <-> nanosecond conversion.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Sanity check of a candidate counter before it is trusted: read it many
  * times back to back; it must never decrease and must advance.  The
  * smallest nonzero step is its resolution (21 ticks on a VM whose TSC is

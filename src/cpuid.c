@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* x86 CPUID, read once per process: the only place the library executes
  * CPUID.  The TSC driver, the kernel view and the stated frequencies all
  * use this one record.  Elsewhere the record is all zeros (valid == 0). */

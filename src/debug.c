@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The checks compiled in by `make MODE=debug` (NC_DEBUG): in that build
  * the fast path hands every read to the library (lines are published
  * with len 0), where each thread's values are checked for order, each new

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The environment, read once, at initialisation (nc__config_read), and
  * the parsers of its values.  A bad value is never fatal: it is refused
  * with the reason kept for `nanoclock info`, nc_init() reports an error

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "internal.h"
 
 const char *nc_strerror(int err)

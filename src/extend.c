@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Counters narrower than 64 bits (a 32-bit device clock, a 56-bit timer)
  * are extended to 64 bits here.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Frequencies stated by the hardware or the OS, and the rule for trusting
  * them.  None is taken on faith: each must agree with our own measurement
  * against CLOCK_MONOTONIC_RAW (nc__src_agrees).  The cheap sources are

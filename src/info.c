@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What the library decided, for the application and `nanoclock info`:
  * the getters and nc_get_info.  Everything here is the slow path: it
  * initialises the library if needed and reads its state under the lock. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * One-time initialisation, under pthread_once: concurrent first calls all
  * wait for the one that runs it, then see the finished state.  Phases:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal interfaces between the library's files.  Nothing here is
  * exported from the shared library (-fvisibility=hidden); the tests link the
  * static archive and may call these directly.

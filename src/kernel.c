@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What the machine and the kernel tell about the clocks, read once at
  * initialisation, for the report and for the counters' own rules.  Files
  * come from /sys and /proc (nothing is required: in a container without

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Telling the application what the library decided, without printing:
  * nc_set_log() installs the application's function; by default nothing is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The reference clocks the library measures itself against: the counter
  * is calibrated against CLOCK_MONOTONIC_RAW, tied to CLOCK_MONOTONIC plus
  * CLOCK_REALTIME's offset from it for Unix time, and CLOCK_BOOTTIME tells a

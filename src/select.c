@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Choosing the counter, by measurement, once per process.
  *

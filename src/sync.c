@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The cross-CPU check's collection: the threads that take the readings
  * (CAS-ordered probes, or one thread switching CPUs) and the API.  What

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Do the CPUs' counters agree?  (nc_sync_check) — the analysis: pure
  * functions of the recorded readings, tested on synthetic records; the

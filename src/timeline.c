@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The timelines the inline fast path reads (nanoclock_impl.h): their
  * publication, their epochs, the out-of-line reads, and nc_now_ns's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Trace sessions: the file, the threads' buffers, flushing.
  *

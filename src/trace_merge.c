@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Merged iteration over the events of one or more checked traces.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Reading a trace: one pass over the whole file checks every record and
  * every block, indexes each thread's blocks and collects the sync records,

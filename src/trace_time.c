@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * From counter values to nanoseconds, offline.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The writer's slow path: everything an append does besides storing a
  * 16-byte event in the current block.

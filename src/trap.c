@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Running code that may fault — an application counter's read, which
  * nothing can vouch for in advance — without taking the process down, and
  * without leaving a trace.  The built-in counters never come here: their

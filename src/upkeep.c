@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The optional upkeep thread (nc_upkeep_start): it refreshes nc_now_ns's
  * and nc_unix_ns's epochs when they fall due, so readers rarely do, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* How far from UTC: what adjtimex() says the kernel knows (synchronised
  * or not, its maximum error, a pending leap second, TAI - UTC), plus
  * nanoclock's own tie to CLOCK_REALTIME.  Pure: the tests feed it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The version of the library actually linked (the header's macros give
  * the one compiled against). */
 #include "internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unix time: nc_unix_ns's line, tied to the system clock every period
  * (1 s by default).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Test cases that need a fresh process (the library initialises once per
  * process).  Each runs in a forked child and reports through its exit
  * status and a line on stderr; `test_x --case NAME` runs one in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A simulated counter and reference clock for the calibration tests:
  * exact true time advanced by every call (a random call cost), a counter
  * of known rate, offset and granularity, and occasional preemption. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The public API on the real machine: values, errors, the wrap horizon,
  * ordered reads, and the info report. */
 #include <setjmp.h>

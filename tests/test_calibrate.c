@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Calibration against a simulated counter and reference: known rate,
  * bracket noise, preemption outliers, coarse granularity.  The estimate
  * must land within its own stated uncertainty, and that uncertainty must

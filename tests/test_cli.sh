@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Bad input everywhere, through the tool: every option and every
 # environment variable with empty, garbage, huge, negative, NaN and
 # overlong values.  Each must give exactly one line on stderr and a

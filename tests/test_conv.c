@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Conversion: the 1 ns bound against the exact rational, edges, no bias,
  * round trips, bad input. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // nanoclock.hpp: the std::chrono clocks over the C API.  Built as C++11
 // and C++20, with g++ and clang++ (see the Makefile).
 #include <nanoclock.hpp>

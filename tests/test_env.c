@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* NANOCLOCK_HZ parsing and its effect, and the rule for adopting
  * frequencies stated by the hardware or the OS. */
 #include <setjmp.h>

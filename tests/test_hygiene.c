@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What the library promises not to do to the program that links it:
  *   - print: the whole API, good and bad inputs, a faulting application
  *     counter, bad environment values, the cross-CPU check and the upkeep

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The log hook (src/log.c): by default nothing is printed; an
  * application's function receives the decisions, outside the library's
  * locks (it may call back); NANOCLOCK_LOG=stderr prints them; in the debug

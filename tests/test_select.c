@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Counter selection: faulting, backwards, frozen and narrow candidates,
  * the application's signal state, forced choices, the user counter, and
  * racing first calls.  Initialisation happens once per process, so each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The application's signal state around the one place the library traps
  * faults: probing an application counter (nc_set_counter) that faults.
  * Afterwards every signal the probe touched must read back identical —

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The cross-CPU check: honest counters, and a simulated per-CPU counter
  * with an offset, a rate error or a frozen counter on one CPU; one CPU;
  * the caller's affinity; a thread that cannot be created. */

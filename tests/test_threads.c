@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Threads: racing first calls, and nc_now_ns ordered across threads
  * (including across rate refreshes, which rewrite the parameter block). */
 #include <setjmp.h>

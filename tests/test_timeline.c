@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nc_now_ns and nc_unix_ns through the real timeline code, in a simulated
  * world (world.h) where the system clock steps and slews, the counter
  * migrates, stops, or runs through a suspend.  Each is followed within its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Traces written and read back in this process: exact reconstruction of
  * injected stamps, the compact field's wrap rules, losses (drop, overwrite,
  * signal-handler nesting, after the end), merge order within and across

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The reader against bad input: every prefix of a valid trace, every byte
  * of it corrupted, hand-made hostile records, random garbage — each one
  * refused with a one-line reason or read consistently, never a crash (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `nanoclock trace` end to end, through the tool built beside this test
  * ($(B)/nanoclock): demo -> stats -> export, checked here field by field
  * (the event counts the demo guarantees, the merged order, valid JSON),

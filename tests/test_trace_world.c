@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Traces of a simulated world (tests/world.h): a 3 GHz counter and the
  * system clocks as exact functions of a true time the test moves, so every
  * event's true CLOCK_MONOTONIC_RAW and CLOCK_REALTIME are known.  The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers for the trace tests: temporary files, sessions, reading back. */
 #ifndef NC_TEST_TRACE_UTIL_H
 #define NC_TEST_TRACE_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A simulated world for the timeline tests: one true time T, and the
  * clocks the library reads — a counter, CLOCK_MONOTONIC_RAW,
  * CLOCK_MONOTONIC, CLOCK_REALTIME, CLOCK_BOOTTIME, adjtimex — each a

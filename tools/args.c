@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Option values for the tool: empty, garbage, trailing text, signs where
  * none belong, NaN, infinities and out-of-range values are refused with a
  * reason; nothing is silently clamped or truncated.  Reasons are one line:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Strict parsing of the tool's option values: a whole decimal number in a
  * range, or a clear one-line reason.  Shared by the tool and the bench. */
 #ifndef NC_TOOL_ARGS_H

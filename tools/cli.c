@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nanoclock — the tool a user runs first on a new machine.
  *   nanoclock info [--json]   what the library chose, and why
  *   nanoclock check ...       do the CPUs' counters agree?

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The tool's command line (see opts.h): info, now and check here, bench in
  * bench/bench_args.c. */
 #include "opts.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The tool's command line, parsed by pure functions: options in a
  * struct, or a one-line reason.  No output, no exit, no library call, so
  * that the fuzzer (fuzz/fuzz_cli.c) can drive them with any argv. */

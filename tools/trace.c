@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * `nanoclock trace`: event traces (nanoclock_trace.h).
  *   trace stats FILE [--json]          what a trace holds: threads, events,

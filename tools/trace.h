@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `nanoclock trace`: stats, export and demo (tools/trace.c).  The writers
  * are separate from the command line so the fuzzer drives them too. */
 #ifndef NC_TOOL_TRACE_H

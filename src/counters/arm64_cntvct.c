@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Arm64: the generic timer's virtual count, CNTVCT_EL0.
  *
  * Fixed frequency (CNTFRQ_EL0, set by firmware: stated, so cross-checked),

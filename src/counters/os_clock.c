@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* OS clocks: the fallbacks that make "never fail" true.  Their ticks are
  * the clock's own unit, so the rate is exact and needs no calibration; the
  * cost is a vDSO call (or a system call), and the kernel picks what they

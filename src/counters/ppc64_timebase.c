@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* POWER: the time base register (mftb).  Fixed frequency, stated by the
  * kernel as "timebase" in /proc/cpuinfo (512 MHz on POWER8/9/10); 64 bits;
  * always readable from user space on Linux (the vDSO reads it).  Reads are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RISC-V: the time CSR (rdtime), a platform timer of fixed frequency that
  * the device tree states as /cpus/timebase-frequency.  Linux lets user
  * space read it (the vDSO does; a platform that traps it to firmware only

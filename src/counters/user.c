@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Counters the application registers (nc_set_counter), the extra
  * candidates the tests inject (nc__test_add_candidate), and the
  * calibration target set through the API.  Registration flows one way:

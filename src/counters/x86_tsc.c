@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The x86 time-stamp counter (x86-64 and i386).
  *
  * The inline fast path (nanoclock_impl.h) reads it directly; these

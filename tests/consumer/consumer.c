@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program that uses nanoclock as an installed library would be used:
  * built by scripts/check-consumers with pkg-config, find_package and
  * add_subdirectory (static and shared), and against the Debian packages by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // The C++ side of the consumer: nanoclock.hpp's clocks, from an installed
 // nanoclock (see consumer.c).
 #include <nanoclock.hpp>

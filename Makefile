@@ -69,7 +69,7 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) -pthread $(LDFLAGS)
 LIBS := -lm
 
-LIB_SRC := $(wildcard src/*.c) $(wildcard src/counters/*.c)
+LIB_SRC := $(sort $(wildcard src/*.c src/*/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 # The installed headers: every file in include/ (the one list; internal
 # headers live in src/).  CMakeLists.txt globs the same directory.
@@ -274,9 +274,9 @@ build/fuzz/fuzz_env: fuzz/fuzz_env.c fuzz/fuzz_util.h src/env.c src/internal.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_env.c src/env.c -lm
 build/fuzz/fuzz_cli: fuzz/fuzz_cli.c fuzz/fuzz_util.h tools/opts.c tools/opts.h tools/args.c \
-		tools/args.h bench/bench_args.c
+		tools/args.h tools/bench_opts.c bench/bench.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_cli.c tools/opts.c tools/args.c bench/bench_args.c -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_cli.c tools/opts.c tools/args.c tools/bench_opts.c -lm
 # Each harness for FUZZ_SECONDS (CI: a short run) or FUZZ_RUNS executions.
 FUZZ_SECONDS ?= 15
 fuzz-run:

@@ -768,15 +768,3 @@ int nc_bench_run(const struct nc_bench_opts *o)
 		return bench_default(o->quick);
 	}
 }
-
-/* argv as the tool's: argv[1] is "bench" */
-int nc_bench_main(int argc, char **argv)
-{
-	struct nc_bench_opts o;
-	char why[256];
-	if (nc_parse_bench(argc - 2, argv + 2, &o, why, sizeof(why)) != 0) {
-		fprintf(stderr, "nanoclock bench: %s\n", why);
-		return 2;
-	}
-	return nc_bench_run(&o);
-}

@@ -3,7 +3,7 @@
 #ifndef NC_TEST_TRACE_UTIL_H
 #define NC_TEST_TRACE_UTIL_H
 
-#include "internal.h"
+#include "trace/trace_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

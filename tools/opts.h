@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "../bench/bench.h" /* struct nc_bench_opts: what the bench runs */
+
 enum nc_cmd { NC_CMD_HELP, NC_CMD_INFO, NC_CMD_NOW, NC_CMD_CHECK, NC_CMD_BENCH, NC_CMD_TRACE };
 
 struct nc_info_opts {
@@ -25,28 +27,6 @@ struct nc_check_opts {
 	int method; /* NC_SYNC_COP or NC_SYNC_SWITCH */
 	long probes, rounds; /* 0: the library's default */
 	int json;
-};
-
-enum nc_bench_sub {
-	NC_BENCH_DEFAULT,
-	NC_BENCH_INIT_ONCE, /* hidden: one cold init, for `bench` and `bench init` */
-	NC_BENCH_INIT,
-	NC_BENCH_UNIX,
-	NC_BENCH_SYNC,
-	NC_BENCH_STRESS,
-	NC_BENCH_LATENCY,
-	NC_BENCH_TRACE,
-};
-struct nc_bench_opts {
-	int sub;
-	int quick;         /* default, trace */
-	const char *plot_dir; /* default: --plot DIR (points into argv) */
-	long runs;         /* init (21), sync (100) */
-	double idle;       /* init: seconds idle before each cold process (2) */
-	double seconds;    /* unix (60), stress (60), --plot (30) */
-	int step;          /* unix */
-	long threads;      /* stress (16) */
-	long long calls;   /* latency (10^8) */
 };
 
 struct nc_tool_opts {

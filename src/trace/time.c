@@ -25,7 +25,7 @@
  * a slew could (1 ms plus 1000 ppm of the interval): the system clock was
  * set, and the earlier offset holds until the anchor after the step.
  */
-#include "internal.h"
+#include "trace_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

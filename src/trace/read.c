@@ -10,7 +10,7 @@
  * declared before use, and every allocation grows with records actually
  * present, so memory stays proportional to the file's size.
  */
-#include "internal.h"
+#include "trace_internal.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* `nanoclock bench`'s command line (see tools/opts.h): pure, for the tool
  * and the fuzzer. */
-#include "../tools/args.h"
-#include "../tools/opts.h"
+#include "args.h"
+#include "opts.h"
 
 #include <stdio.h>
 #include <string.h>

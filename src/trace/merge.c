@@ -12,7 +12,7 @@
  * by file, thread and the thread's sequence.  Memory: one stream per
  * thread; the events are decoded as they are taken.
  */
-#include "internal.h"
+#include "trace_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

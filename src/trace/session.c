@@ -13,7 +13,7 @@
  * Overwrite mode (a flight recorder) keeps everything in memory and writes
  * each ring oldest block first at close.
  */
-#include "internal.h"
+#include "trace_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

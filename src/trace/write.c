@@ -24,7 +24,7 @@
  * after the headers were written, and gives them back with release; the
  * writer takes a free block with acquire.
  */
-#include "internal.h"
+#include "trace_internal.h"
 
 #include <time.h>
 

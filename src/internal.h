@@ -292,6 +292,7 @@ struct nc__kclock { /* what adjtimex() says */
 	int status;      /* STA_* bits */
 	long maxerror_us, esterror_us, tai_s;
 	double freq_ppm;
+	long tick_us, tick_nominal_us; /* us per clock tick, and its nominal value */
 };
 struct nc__refclocks {
 	int64_t (*raw)(void);  /* CLOCK_MONOTONIC_RAW, ns */

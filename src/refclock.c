@@ -10,6 +10,7 @@
 
 #include <sys/timex.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifndef CLOCK_MONOTONIC_RAW
 #define CLOCK_MONOTONIC_RAW CLOCK_MONOTONIC
@@ -45,6 +46,9 @@ static int os_kclock(struct nc__kclock *k)
 	k->tai_s = tx.tai;
 	/* freq is in ppm with a 16-bit fraction */
 	k->freq_ppm = (double)tx.freq / 65536.0;
+	k->tick_us = tx.tick;
+	long hz = sysconf(_SC_CLK_TCK);
+	k->tick_nominal_us = hz > 0 ? 1000000 / hz : 10000;
 	return 0;
 }
 

@@ -281,6 +281,101 @@ static void child_unsynchronised(const char *arg)
 	CHECK(st.synchronised == -1 && st.utc_error_ns < 0);
 }
 
+
+/* The kernel's frequency changes (adjtimex ADJ_FREQUENCY, as NTP and chrony
+ * do all day).  At every sample the bound nc_get_unix_status states holds:
+ * the status is asked for, then Unix time is read and compared. */
+static void child_freq_bound(const char *arg)
+{
+	double ppm = atof(arg);
+	begin();
+	live(3e9, 10e6, 1e9);
+	world_real_rate(1 + ppm * 1e-6);
+	int outside = 0, n = 0;
+	double worst = 0, worst_bound = 0;
+	for (long double end = w.T + 4e9L; w.T < end; n++) {
+		w.T += (n % 7 == 0) ? 13e6 : 0.7e6; /* samples dense and sparse */
+		struct nc_unix_status st;
+		CHECK(nc_get_unix_status(&st) == 0);
+		int64_t u = nc_unix_ns();
+		int64_t real = (int64_t)world_real();
+		double e = fabs((double)(u - real));
+		/* the two reads are one simulated read apart (20 ns) */
+		if (e > st.tie_error_ns + 2 * w.cost_ns)
+			outside++;
+		if (e > worst) {
+			worst = e;
+			worst_bound = st.tie_error_ns;
+		}
+	}
+	fprintf(stderr, "  kernel frequency %+.0f ppm: %d of %d samples outside the stated bound; "
+		"worst %.0f ns (stated %.0f ns)\n", ppm, outside, n, worst, worst_bound);
+	CHECK(outside == 0);
+}
+
+/* A stated rate (NANOCLOCK_HZ) 50 ppm off the counter's real one, inside the
+ * tolerance, so it is used for intervals: nc_now_ns keeps
+ * CLOCK_MONOTONIC_RAW's origin and rate all the same. */
+static void child_stated_rate(const char *arg)
+{
+	double ppm = atof(arg);
+	char hz[64];
+	snprintf(hz, sizeof(hz), "%.3f", 3e9 * (1 + ppm * 1e-6));
+	setenv("NANOCLOCK_HZ", hz, 1);
+	begin();
+	CHECK(strcmp(nc_ticks_per_second_source(), "env NANOCLOCK_HZ") == 0);
+	live(120e9, 10e6, 5e9);
+	struct nc_info in;
+	nc_get_info(&in);
+	fprintf(stderr, "  NANOCLOCK_HZ %+.0f ppm off: |now-raw| <= %.0f ns over 120 s; source %s\n",
+		ppm, R.now_err, in.hz_source);
+	CHECK(R.now_err < 2000);
+	CHECK(in.events.counter_jumps == 0);
+}
+
+/* NANOCLOCK_HZ_FORCE=1: a rate 2000 ppm off (outside the tolerance) is used
+ * for intervals and kept; nothing mistakes it for a jump or a rate change,
+ * and nc_now_ns stays on CLOCK_MONOTONIC_RAW. */
+static void child_forced_rate(const char *arg)
+{
+	(void)arg;
+	setenv("NANOCLOCK_HZ", "3006000000", 1);
+	setenv("NANOCLOCK_HZ_FORCE", "1", 1);
+	begin();
+	live(30e9, 10e6, 1e9);
+	struct nc_info in;
+	nc_get_info(&in);
+	fprintf(stderr, "  forced 2000 ppm off: hz %.1f (%s), %u jumps, %u rate changes, "
+		"|now-raw| <= %.0f ns\n", in.hz, in.hz_source, in.events.counter_jumps,
+		in.events.rate_changes, R.now_err);
+	CHECK(strcmp(in.hz_source, "env NANOCLOCK_HZ") == 0);
+	CHECK(fabs(in.hz / 3006000000.0 - 1) < 1e-9);
+	CHECK(strstr(in.hz_env_status, "forced"));
+	CHECK(in.events.counter_jumps == 0 && in.events.rate_changes == 0);
+	CHECK(nc_ticks_to_ns(3006000000u) == 1000000000u);
+	CHECK(R.now_err < 2000);
+}
+
+/* The gettimeofday counter is CLOCK_REALTIME: set back 1 s, forward 2 s,
+ * nc_now_ns never decreases and stays on CLOCK_MONOTONIC_RAW. */
+static void child_gettimeofday_steps(const char *arg)
+{
+	(void)arg;
+	world_install();
+	nc_init();
+	CHECK(strcmp(nc_counter_name(), "gettimeofday") == 0);
+	R.last_now = nc_now_ns();
+	R.last_unix = nc_unix_ns();
+	live(3e9, 1e6, 1e9);
+	world_real_step(-1000000000LL);
+	live(3e9, 1e6, 0);
+	world_real_step(2000000000LL);
+	live(3e9, 1e6, 0);
+	fprintf(stderr, "  gettimeofday counter, clock set -1 s and +2 s: |now-raw| <= %.0f ns\n",
+		R.now_err);
+	CHECK(R.now_err < 2000); /* and live() checked it never went back */
+}
+
 static const struct child_case cases[] = {
 	{"undisturbed", child_undisturbed, NULL, "world", NULL},
 	{"steps", child_steps, NULL, "world", NULL},
@@ -292,6 +387,14 @@ static const struct child_case cases[] = {
 	{"suspend_counter_running", child_suspend, "1", "world", NULL},
 	{"counter_stops", child_counter_stops, NULL, "world", NULL},
 	{"unsynchronised", child_unsynchronised, NULL, "world", NULL},
+	{"kernel_freq_plus_10", child_freq_bound, "10", "world", NULL},
+	{"kernel_freq_minus_100", child_freq_bound, "-100", "world", NULL},
+	{"kernel_freq_plus_500", child_freq_bound, "500", "world", NULL},
+	{"kernel_freq_minus_500", child_freq_bound, "-500", "world", NULL},
+	{"stated_rate_50ppm_off", child_stated_rate, "50", "world", NULL},
+	{"stated_rate_minus_52ppm_off", child_stated_rate, "-52", "world", NULL},
+	{"forced_rate_kept", child_forced_rate, NULL, "world", NULL},
+	{"gettimeofday_steps", child_gettimeofday_steps, NULL, "gettimeofday", NULL},
 };
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
 
@@ -300,7 +403,7 @@ static void test_utc_decode(void **state)
 {
 	(void)state;
 	struct nc_unix_status st;
-	struct nc__kclock synced = {TIME_OK, STA_PLL, 1500, 40, 37, 12.5};
+	struct nc__kclock synced = {TIME_OK, STA_PLL, 1500, 40, 37, 12.5, 10000, 10000};
 	memset(&st, 0, sizeof(st));
 	nc__utc_decode(&synced, 1, 30, &st);
 	assert_int_equal(st.synchronised, 1);
@@ -308,20 +411,20 @@ static void test_utc_decode(void **state)
 	assert_int_equal(st.tai_offset_s, 37);
 	assert_int_equal(st.leap_pending, 0);
 	assert_true(st.kernel_freq_ppm == 12.5);
-	struct nc__kclock leap = {TIME_INS, STA_PLL | STA_INS, 800, 20, 37, 0};
+	struct nc__kclock leap = {TIME_INS, STA_PLL | STA_INS, 800, 20, 37, 0, 10000, 10000};
 	nc__utc_decode(&leap, 1, 30, &st);
 	assert_int_equal(st.leap_pending, 1);
 	assert_int_equal(st.kernel_state, TIME_INS);
 	assert_int_equal(st.synchronised, 1);
-	struct nc__kclock del = {TIME_DEL, STA_DEL, 800, 20, 37, 0};
+	struct nc__kclock del = {TIME_DEL, STA_DEL, 800, 20, 37, 0, 10000, 10000};
 	nc__utc_decode(&del, 1, 30, &st);
 	assert_int_equal(st.leap_pending, -1);
-	struct nc__kclock unsync = {TIME_ERROR, STA_UNSYNC, 16000000, 16000000, 0, 0};
+	struct nc__kclock unsync = {TIME_ERROR, STA_UNSYNC, 16000000, 16000000, 0, 0, 10000, 10000};
 	nc__utc_decode(&unsync, 1, 30, &st);
 	assert_int_equal(st.synchronised, 0);
 	assert_true(st.utc_error_ns < 0);
 	assert_non_null(strstr(st.why, "STA_UNSYNC"));
-	struct nc__kclock saturated = {TIME_OK, 0, 16000000, 0, 0, 0};
+	struct nc__kclock saturated = {TIME_OK, 0, 16000000, 0, 0, 0, 10000, 10000};
 	nc__utc_decode(&saturated, 1, 30, &st);
 	assert_int_equal(st.synchronised, 0);
 	nc__utc_decode(&synced, 0, 30, &st);

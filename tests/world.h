@@ -97,6 +97,8 @@ static inline void world_install(void)
 	w.k.state = TIME_OK;
 	w.k.maxerror_us = 2000;
 	w.k.esterror_us = 100;
+	w.k.tick_us = 10000;
+	w.k.tick_nominal_us = 10000;
 	w.have_k = 1;
 	struct nc__refclocks r = {w_raw, w_mono, w_real, w_boot, w_kclock};
 	nc__test_set_refclocks(&r);
@@ -111,11 +113,14 @@ static inline void world_ctr_rate(double r)
 	w.ctr_T0 = w.T;
 	w.ctr_rate = r;
 }
+/* CLOCK_MONOTONIC's rate, set as the kernel sets it (adjtimex
+ * ADJ_FREQUENCY): adjtimex states the new frequency. */
 static inline void world_real_rate(double r)
 {
 	w.mono_v0 = world_mono();
 	w.mono_T0 = w.T;
 	w.real_rate = r;
+	w.k.freq_ppm = (r - 1) * 1e6;
 }
 static inline void world_real_step(int64_t ns) { w.real_off += ns; }
 

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/* Reads from a signal handler, and the upkeep thread started and stopped
+ * by racing threads.
+ *
+ * The handler case: a POSIX timer sends SIGALRM to one thread every 40 us
+ * (25 kHz); the handler reads every clock and appends a trace event while
+ * the thread it interrupts reads too, re-ties Unix time and asks for looks
+ * at the counter in a loop — so the handler lands inside refreshes and
+ * publications.  Readers must never wait for anything the interrupted
+ * code holds: a watchdog fails the case if it hangs, and every value the
+ * handler gets must not be below one the thread saw before the signal.
+ *
+ * The upkeep case: eight threads start and stop the upkeep thread as fast
+ * as they can while others read; afterwards no upkeep thread and no
+ * descriptor may be left. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "internal.h"
+#include "child.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Slower worlds (valgrind, qemu-user) run longer for the same evidence. */
+static double run_seconds(double s)
+{
+	const char *emu = getenv("NC_TEST_RUN");
+	return getenv("NC_TEST_VALGRIND") || (emu && emu[0]) ? 4 * s : s;
+}
+
+/* ---- a watchdog: a hang fails the case instead of blocking make check ---- */
+static double watchdog_s;
+static void *watchdog(void *arg)
+{
+	(void)arg;
+	struct timespec ts = {(time_t)watchdog_s, 0};
+	nanosleep(&ts, NULL);
+	static const char msg[] = "case: hung (watchdog)\n";
+	ssize_t w = write(2, msg, sizeof(msg) - 1);
+	(void)w;
+	_exit(1);
+}
+static void start_watchdog(double s)
+{
+	watchdog_s = s;
+	pthread_t th;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* the watchdog takes no signal */
+	CHECK(pthread_create(&th, NULL, watchdog, NULL) == 0);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_detach(th);
+}
+
+/* ---- the handler ---- */
+/* What the interrupted thread saw last (written before each of its reads
+ * completes, so the handler compares against a value already handed out). */
+static volatile uint64_t seen_now;
+static volatile int64_t seen_unix;
+static volatile uint32_t seen_steps;
+static volatile long handled, now_back, unix_back, conv_bad;
+static struct nc_trace_buf *volatile hbuf;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	uint64_t before_now = seen_now;
+	int64_t before_unix = seen_unix;
+	uint32_t steps = seen_steps;
+	uint64_t t = nc_ticks();
+	uint64_t n = nc_now_ns();
+	int64_t u = nc_unix_ns();
+	int64_t tu = nc_ticks_to_unix_ns(t);
+	uint64_t d = nc_ticks_to_ns(1000000);
+	if (n < before_now)
+		now_back++;
+	/* Unix time may step back only when the system clock was set: the
+	 * thread counts the re-ties that stepped, and none of these may */
+	if (u < before_unix && steps == seen_steps)
+		unix_back++;
+	if (tu <= 0 || d == 0)
+		conv_bad++;
+	if (hbuf)
+		nc_trace_instant(hbuf, 7, n);
+	handled++;
+	errno = saved;
+}
+
+static void handler_case(const char *arg)
+{
+	double period_ms = atof(arg);
+	start_watchdog(run_seconds(60));
+	CHECK(nc_init() >= 0 || 1);
+	CHECK(nc_set_unix_refresh_ms(period_ms) == 0);
+	char path[] = "/tmp/nc_reentrant_XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	struct nc_trace *tr;
+	CHECK(nc_trace_open(&tr, path, NULL) == 0);
+	struct nc_trace_buf *b;
+	CHECK(nc_trace_thread_start(tr, "main", &b) == 0);
+	hbuf = b;
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
+	struct sigevent sev;
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = SIGALRM;
+	sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+	timer_t tm;
+	CHECK(timer_create(CLOCK_MONOTONIC, &sev, &tm) == 0);
+	struct itimerspec its = {{0, 40000}, {0, 40000}};
+	CHECK(timer_settime(tm, 0, &its, NULL) == 0);
+
+	double secs = run_seconds(3);
+	uint64_t end = nc_now_ns() + (uint64_t)(secs * 1e9);
+	long loops = 0, my_back = 0;
+	for (;;) {
+		uint64_t n = nc_now_ns();
+		if (n < seen_now)
+			my_back++;
+		seen_now = n;
+		int64_t u = nc_unix_ns();
+		struct nc_unix_status st;
+		if ((loops & 63) == 0) {
+			/* a re-tie (what the upkeep thread does when the clock is
+			 * set) and a look at the counter, both under the lock */
+			nc__wall_clock_was_set();
+			CHECK(nc_get_unix_status(&st) == 0);
+			seen_steps = st.steps;
+			u = nc_unix_ns();
+		}
+		seen_unix = u;
+		loops++;
+		if (n >= end)
+			break;
+	}
+	struct itimerspec off = {{0, 0}, {0, 0}};
+	timer_settime(tm, 0, &off, NULL);
+	timer_delete(tm);
+	hbuf = NULL;
+	nc_trace_thread_end(b);
+	CHECK(nc_trace_close(tr) == 0);
+	unlink(path);
+	fprintf(stderr, "case: %ld loops, %ld signals handled\n", loops, handled);
+	CHECK(my_back == 0);
+	CHECK(now_back == 0);
+	CHECK(unix_back == 0);
+	CHECK(conv_bad == 0);
+	/* the handler ran often enough for the case to mean something (25 kHz
+	 * asked; valgrind delivers far fewer) */
+	CHECK(handled >= 1000);
+}
+
+/* ---- upkeep started and stopped by racing threads ---- */
+static int count_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+static volatile int racing;
+static void *starter(void *arg)
+{
+	long k = (long)arg;
+	for (int i = 0; i < 200; i++) {
+		if ((i + k) & 1)
+			(void)nc_upkeep_start();
+		else
+			(void)nc_upkeep_stop();
+		(void)nc_now_ns();
+	}
+	return NULL;
+}
+static void *reader(void *arg)
+{
+	(void)arg;
+	uint64_t last = 0;
+	while (__atomic_load_n(&racing, __ATOMIC_ACQUIRE)) {
+		uint64_t n = nc_now_ns();
+		if (n < last)
+			abort();
+		last = n;
+		(void)nc_unix_ns();
+	}
+	return NULL;
+}
+
+static void upkeep_race_case(const char *arg)
+{
+	(void)arg;
+	start_watchdog(run_seconds(60));
+	CHECK(nc_init() >= 0 || 1);
+	int fds0 = count_dir("/proc/self/fd"), tasks0 = count_dir("/proc/self/task");
+	for (int round = 0; round < 5; round++) {
+		pthread_t st[8], rd[2];
+		racing = 1;
+		for (int i = 0; i < 2; i++)
+			CHECK(pthread_create(&rd[i], NULL, reader, NULL) == 0);
+		for (long i = 0; i < 8; i++)
+			CHECK(pthread_create(&st[i], NULL, starter, (void *)i) == 0);
+		for (int i = 0; i < 8; i++)
+			pthread_join(st[i], NULL);
+		__atomic_store_n(&racing, 0, __ATOMIC_RELEASE);
+		for (int i = 0; i < 2; i++)
+			pthread_join(rd[i], NULL);
+		CHECK(nc_upkeep_stop() == 0);
+	}
+	struct nc_info in;
+	nc_get_info(&in);
+	CHECK(!in.upkeep_running);
+	/* a joined thread's task entry can linger a moment */
+	int fds = -1, tasks = -1;
+	for (int i = 0; i < 200; i++) {
+		fds = count_dir("/proc/self/fd");
+		tasks = count_dir("/proc/self/task");
+		if (fds == fds0 && tasks == tasks0)
+			break;
+		usleep(10000);
+	}
+	if (fds != fds0 || tasks != tasks0)
+		fprintf(stderr, "case: fds %d -> %d, threads %d -> %d\n", fds0, fds, tasks0, tasks);
+	CHECK(fds == fds0);
+	CHECK(tasks == tasks0);
+}
+
+static const struct child_case cases[] = {
+	{"handler_reads_1ms", handler_case, "1", NULL, NULL},
+	{"handler_reads_1s", handler_case, "1000", NULL, NULL},
+	{"upkeep_start_stop_race", upkeep_race_case, NULL, NULL, NULL},
+};
+#define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
+
+int main(int argc, char **argv)
+{
+	int r = child_main(argc, argv, cases, NCASES);
+	if (r >= 0)
+		return r;
+	struct CMUnitTest t[NCASES];
+	child_tests(t, cases, NCASES);
+	return cmocka_run_group_tests(t, NULL, NULL);
+}

@@ -80,10 +80,16 @@ NC_API void nc_trace_default_config(struct nc_trace_config *c);
 struct nc_trace;     /* a session: one file */
 struct nc_trace_buf; /* one thread's buffer (layout below: ABI) */
 
-/* Creates `path` (truncating it), writes the header and the clock-domain
- * record (initialising the library first).  c may be NULL (defaults).
- * 0, NC_EINVAL, NC_ERANGE (a config value), NC_TRACE_EIO, NC_TRACE_ENOMEM,
- * NC_ESYS (the flush thread could not start). */
+/* Creates `path` (mode 0644 less the umask; an existing file is truncated
+ * and keeps its mode), writes the header and the clock-domain record
+ * (initialising the library first).  c may be NULL (defaults).  A
+ * symbolic link at `path` is not followed (NC_TRACE_EIO, errno ELOOP); a
+ * FIFO must have a reader already (else NC_TRACE_EIO, errno ENXIO, at
+ * once).  A write error later, a FIFO's reader gone included, is returned
+ * by nc_trace_flush / nc_trace_close (no SIGPIPE is raised).  The flush
+ * thread runs with every signal blocked.
+ * 0, NC_EINVAL, NC_ERANGE (a config value), NC_TRACE_EIO (errno says
+ * why), NC_TRACE_ENOMEM, NC_ESYS (the flush thread could not start). */
 NC_API int nc_trace_open(struct nc_trace **out, const char *path,
 			 const struct nc_trace_config *c);
 
@@ -231,8 +237,12 @@ static inline void nc_trace_counter(struct nc_trace_buf *b, unsigned id, uint64_
 
 /* ---- reading traces --------------------------------------------------------
  * A reader checks the whole file when it opens it (every record, every
- * block, every stamp), so iteration afterwards cannot fail.  Memory is
- * proportional to the file's size; nothing in the file is trusted. */
+ * block, every stamp), so iteration afterwards meets no error in the file
+ * (only a read error if the file changes underneath).  The file is read in
+ * place, never whole: memory is an index of 24 bytes per block, one
+ * anchor per 10 ms of the trace and the names, plus one block per thread
+ * while iterating.  Nothing in the file is trusted; a file cut short is
+ * read up to its last complete record (nc_trace_read_complete). */
 struct nc_trace_reader;
 
 /* Reads and checks a trace held in memory (data is copied).  0, or
@@ -240,10 +250,20 @@ struct nc_trace_reader;
  * reason in why[] ("truncated: ..."). */
 NC_API int nc_trace_read_mem(struct nc_trace_reader **out, const void *data, size_t len,
 			     char *why, size_t whylen);
-/* The same from a file (NC_TRACE_EIO if it cannot be read). */
+/* The same from a file, read in place (NC_TRACE_EIO if it cannot be
+ * opened or read, or is not a regular file: a FIFO is refused without
+ * waiting for a writer).  The reader keeps the file open until
+ * nc_trace_read_close. */
 NC_API int nc_trace_read_file(struct nc_trace_reader **out, const char *path, char *why,
 			      size_t whylen);
 NC_API void nc_trace_read_close(struct nc_trace_reader *r);
+/* Whether the reader took in the whole file: 1, or 0 when it stopped
+ * early (the file was cut short: a writer killed, a full disk) with
+ * *used_bytes the length of the complete records it read and why[] one
+ * line saying where and why it stopped.  Either way every complete
+ * record is read.  used_bytes and why may be NULL. */
+NC_API int nc_trace_read_complete(const struct nc_trace_reader *r, uint64_t *used_bytes, char *why,
+				  size_t whylen);
 
 /* What the file says about the clock that stamped it, and totals. */
 struct nc_trace_info {
@@ -325,6 +345,9 @@ NC_API int nc_trace_merge_open(struct nc_trace_merge **out, struct nc_trace_read
 			       unsigned n);
 /* 1 and *ev filled, or 0 at the end. */
 NC_API int nc_trace_merge_next(struct nc_trace_merge *m, struct nc_trace_rec *ev);
+/* 0, or why the iteration ended early: NC_TRACE_EIO (the file could not
+ * be read again, or changed since it was checked), NC_TRACE_ENOMEM. */
+NC_API int nc_trace_merge_error(const struct nc_trace_merge *m);
 NC_API void nc_trace_merge_close(struct nc_trace_merge *m);
 
 #undef NC_TRACE_STATIC_ASSERT

@@ -52,6 +52,9 @@ static int drop_valid(void **state)
 	return 0;
 }
 
+/* Whether the last accepted read took in the whole input. */
+static int last_complete;
+
 /* Reads buf: 1 accepted (and fully iterated), 0 refused with one line. */
 static int try_read(const unsigned char *buf, size_t len, struct nc_trace_info *info)
 {
@@ -80,6 +83,14 @@ static int try_read(const unsigned char *buf, size_t len, struct nc_trace_info *
 	}
 	if (info)
 		*info = in;
+	uint64_t used = 0;
+	char stop[256];
+	memset(stop, 'x', sizeof(stop));
+	last_complete = nc_trace_read_complete(r, &used, stop, sizeof(stop));
+	if (last_complete)
+		assert_int_equal(used, len);
+	else if (used >= len || !strstr(stop, "cut short") || strchr(stop, '\n'))
+		fail_msg("incomplete read without a one-line reason: %s", stop);
 	nc_trace_read_close(r);
 	return 1;
 }
@@ -111,15 +122,20 @@ static int is_boundary(size_t off)
 static void test_every_prefix(void **state)
 {
 	(void)state;
+	size_t domain_end = NC__TR_FILE_HDR + NC__TR_DOMAIN_BYTES;
 	for (size_t n = 0; n < valid_len; n++) {
 		struct nc_trace_info in;
 		int ok = try_read(valid, n, &in);
-		/* a cut between records after the clock-domain record is a trace
-		 * whose writer stopped: readable, and says it was not closed */
-		if (ok != (is_boundary(n) && n > NC__TR_FILE_HDR))
+		/* any cut after the clock-domain record is a trace whose writer
+		 * stopped: readable up to the cut, says it was not closed, and
+		 * is complete only when cut between records */
+		if (ok != (n >= domain_end))
 			fail_msg("prefix of %zu bytes: %s", n, ok ? "accepted" : "refused");
-		if (ok)
+		if (ok) {
 			assert_false(in.closed);
+			if (last_complete != is_boundary(n))
+				fail_msg("prefix of %zu bytes: complete %d", n, last_complete);
+		}
 	}
 }
 
@@ -157,7 +173,13 @@ static void test_garbage(void **state)
 		 * the garbage reaches the record and block parsers */
 		if (k % 2 && n > 272)
 			memcpy(b, valid, 272);
-		assert_int_equal(try_read(b, n, NULL), 0);
+		/* refused, or (a record running past the end) read as cut short
+		 * with nothing in it */
+		struct nc_trace_info in;
+		if (try_read(b, n, &in)) {
+			assert_false(last_complete);
+			assert_int_equal(in.events, 0);
+		}
 	}
 	free(b);
 }
@@ -216,8 +238,11 @@ static void test_hostile(void **state)
 	expect_refused(b, valid_len, NC_TRACE_EFORMAT, "length 0");
 	nc__put32(b + blk + 4, 12);
 	expect_refused(b, valid_len, NC_TRACE_EFORMAT, "length 12");
-	nc__put32(b + blk + 4, 0xfffffff8u);
-	expect_refused(b, valid_len, NC_TRACE_EFORMAT, "truncated");
+	nc__put32(b + blk + 4, (uint32_t)(valid_len - blk + 8)); /* past the end: cut short */
+	struct nc_trace_info in;
+	assert_int_equal(try_read(b, valid_len, &in), 1);
+	assert_false(last_complete);
+	assert_int_equal(in.events, 0);
 	/* a block of an undeclared thread */
 	memcpy(b, valid, valid_len);
 	nc__put32(b + blk + 8, 0xffffffffu);
@@ -244,10 +269,16 @@ static void test_hostile(void **state)
 	memcpy(b, valid, NC__TR_FILE_HDR);
 	memcpy(b + NC__TR_FILE_HDR, valid + blk, valid_len - blk);
 	expect_refused(b, NC__TR_FILE_HDR + valid_len - blk, NC_TRACE_EFORMAT, "before the clock-domain");
-	/* stray bytes after the last record */
+	/* stray bytes after the last record: a cut-short record */
 	memcpy(b, valid, valid_len);
-	memset(b + valid_len, 0, 4);
-	expect_refused(b, valid_len + 4, NC_TRACE_EFORMAT, "stray bytes");
+	memset(b + valid_len, 0x55, 4);
+	assert_int_equal(try_read(b, valid_len + 4, &in), 1);
+	assert_false(last_complete);
+	assert_int_equal(in.events, 90);
+	/* a block larger than any writer makes */
+	memcpy(b, valid, valid_len);
+	nc__put32(b + blk + 4, NC__TR_MAX_BLOCK + 8);
+	expect_refused(b, valid_len, NC_TRACE_EFORMAT, "at most");
 	free(b);
 }
 

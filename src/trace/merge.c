@@ -10,7 +10,10 @@
  * on Unix time across files (different processes or machines).  Equal
  * times go in global sequence order within a file that recorded one, then
  * by file, thread and the thread's sequence.  Memory: one stream per
- * thread; the events are decoded as they are taken.
+ * thread, each holding the one block it is in (read from the file when
+ * the stream reaches it); the events are decoded as they are taken.  A
+ * read error (the file changed or went away since it was checked) ends
+ * the iteration early: nc_trace_merge_error() tells.
  */
 #include "trace_internal.h"
 
@@ -22,6 +25,9 @@ struct stream {
 	const struct nc__tr_thread *th;
 	unsigned file, thread;
 	size_t blk, pos;          /* next record: block index, offset in its records */
+	unsigned char *buf;       /* block blk's records, once loaded */
+	size_t cap;
+	int loaded;
 	uint64_t base, seq;
 	struct nc_trace_rec ev;   /* the stream's next event */
 };
@@ -32,25 +38,52 @@ struct nc_trace_merge {
 	size_t *heap;
 	size_t nh;
 	int by_unix;
+	int err;
 };
 
-/* Decodes the stream's next event into s->ev: 0 at its end. */
-static int advance(struct stream *s)
+/* Decodes the stream's next event into s->ev: 0 at its end (or at a
+ * read error, counted in *err). */
+static int advance(struct stream *s, int *err)
 {
 	const struct nc_trace_reader *r = s->r;
 	while (s->blk < s->th->nblk) {
 		const struct nc__tr_block *b = &s->th->blk[s->blk];
-		if (s->pos == 0)
-			s->seq = b->first_seq;
-		if (s->pos >= b->len) {
-			s->blk++;
+		if (!s->loaded) {
+			if (b->len > s->cap) {
+				unsigned char *nb = realloc(s->buf, b->len);
+				if (!nb) {
+					*err = NC_TRACE_ENOMEM;
+					break;
+				}
+				s->buf = nb;
+				s->cap = b->len;
+			}
+			if (nc__tr_pread(r, b->off, s->buf, b->len)) {
+				*err = NC_TRACE_EIO;
+				break;
+			}
+			s->loaded = 1;
 			s->pos = 0;
+			s->seq = b->first_seq;
+		}
+		if (s->pos + 8 > b->len) {
+			s->blk++;
+			s->loaded = 0;
 			continue;
 		}
-		const unsigned char *w = r->data + b->off + s->pos;
+		const unsigned char *w = s->buf + s->pos;
 		uint64_t h = nc__get64(w);
 		unsigned words = (unsigned)(h >> 56), kind = (unsigned)(h >> 48) & 0xff;
-		s->pos += (size_t)(words ? words : 1) * 8; /* checked at open: never 0 */
+		/* checked at open; a file rewritten since is not trusted either */
+		size_t rec = (size_t)(words ? words : 1) * 8;
+		unsigned need = kind == NC__TR_KIND_SYNC ? NC__TR_SYNC_WORDS
+				: kind < 0x80		 ? 2 + r->ext_words
+							 : 1;
+		if (rec > b->len - s->pos || words < need) {
+			*err = NC_TRACE_EIO;
+			break;
+		}
+		s->pos += rec;
 		if (kind == NC__TR_KIND_SYNC) {
 			s->base = nc__get64(w + 8);
 			continue;
@@ -71,6 +104,9 @@ static int advance(struct stream *s)
 		nc__tr_convert(r, e->ticks, &e->mono_ns, &e->unix_ns);
 		return 1;
 	}
+	free(s->buf); /* done with this stream */
+	s->buf = NULL;
+	s->cap = 0;
 	return 0;
 }
 
@@ -158,7 +194,7 @@ int nc_trace_merge_open(struct nc_trace_merge **out, struct nc_trace_reader *con
 			s->th = &r[i]->th[t];
 			s->file = i;
 			s->thread = (unsigned)t;
-			if (advance(s)) {
+			if (advance(s, &m->err)) {
 				m->heap[m->nh++] = m->ns - 1;
 				sift_up(m, m->nh - 1);
 			}
@@ -173,7 +209,7 @@ int nc_trace_merge_next(struct nc_trace_merge *m, struct nc_trace_rec *ev)
 		return 0;
 	struct stream *s = &m->s[m->heap[0]];
 	*ev = s->ev;
-	if (advance(s)) {
+	if (advance(s, &m->err)) {
 		sift_down(m, 0);
 	} else {
 		m->heap[0] = m->heap[--m->nh];
@@ -182,10 +218,14 @@ int nc_trace_merge_next(struct nc_trace_merge *m, struct nc_trace_rec *ev)
 	return 1;
 }
 
+int nc_trace_merge_error(const struct nc_trace_merge *m) { return m ? m->err : NC_EINVAL; }
+
 void nc_trace_merge_close(struct nc_trace_merge *m)
 {
 	if (!m)
 		return;
+	for (size_t i = 0; i < m->ns; i++)
+		free(m->s[i].buf);
 	free(m->s);
 	free(m->heap);
 	free(m);

@@ -12,14 +12,23 @@
  * Drop mode streams: a flush returns written blocks to their writers.
  * Overwrite mode (a flight recorder) keeps everything in memory and writes
  * each ring oldest block first at close.
+ *
+ * Hostile paths: the file is opened without following a symbolic link and
+ * without waiting for a FIFO's reader (none: ENXIO at once); a write to a
+ * FIFO or socket whose reader went away is an error (NC_TRACE_EIO), never
+ * a SIGPIPE: the writing thread blocks SIGPIPE around the write and takes
+ * back the one its write raised.  The flush thread blocks every signal,
+ * so no application handler ever runs on it.
  */
 #include "trace_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,11 +94,33 @@ static int check_config(const struct nc_trace_config *c)
 }
 
 /* ---- writing ---- */
+/* write(), with the SIGPIPE a reader that went away would raise blocked
+ * and consumed: the error comes back as EPIPE. */
+static ssize_t write_no_sigpipe(int fd, const void *p, size_t n)
+{
+	sigset_t pipe_set, old, pending;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigpending(&pending);
+	int was_pending = sigismember(&pending, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	ssize_t w = write(fd, p, n);
+	int e = errno;
+	if (w < 0 && e == EPIPE && !was_pending) {
+		const struct timespec zero = {0, 0};
+		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+	return w;
+}
+
 static int write_all(struct nc_trace *t, const void *p, size_t n)
 {
 	const unsigned char *s = p;
 	while (n > 0 && !t->err) {
-		ssize_t w = write(t->fd, s, n);
+		ssize_t w = write_no_sigpipe(t->fd, s, n);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
@@ -291,12 +322,28 @@ int nc_trace_open(struct nc_trace **out, const char *path, const struct nc_trace
 	t->period_ticks = (c.flags & NC_TRACE_NO_PERIODIC) || ticks >= (double)UINT32_MAX
 				  ? UINT32_MAX
 				  : ticks < 1 ? 1 : (uint64_t)ticks;
-	t->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* mode 0644 less the umask for a new file; an existing one keeps its
+	 * mode.  O_NOFOLLOW: a link planted at the path is not followed
+	 * (ELOOP); O_NONBLOCK: a FIFO with no reader fails at once (ENXIO)
+	 * instead of blocking; writes block again once it is open. */
+	t->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
+		     0644);
+	struct stat st;
+	int e = errno;
+	if (t->fd >= 0 && (fstat(t->fd, &st) != 0 || S_ISDIR(st.st_mode))) {
+		close(t->fd);
+		t->fd = -1;
+		e = EISDIR;
+	}
 	if (t->fd < 0) {
 		free(t->bufs);
 		free(t);
+		errno = e;
 		return NC_TRACE_EIO;
 	}
+	int fl = fcntl(t->fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(t->fd, F_SETFL, fl & ~O_NONBLOCK);
 	pthread_mutex_init(&t->mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -318,7 +365,14 @@ int nc_trace_open(struct nc_trace **out, const char *path, const struct nc_trace
 		return NC_TRACE_EIO;
 	}
 	if (c.mode == NC_TRACE_DROP && c.flush_ms > 0) {
-		if (pthread_create(&t->flusher, NULL, flusher, t) != 0) {
+		/* the thread starts with every signal blocked (it inherits this
+		 * mask); the caller's is restored */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		int prc = pthread_create(&t->flusher, NULL, flusher, t);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (prc != 0) {
 			nc_trace_close(t);
 			return NC_ESYS;
 		}

@@ -7,7 +7,9 @@
  * bracket.  All threads of a process read the same counter, so the sync
  * records of all of them form one set of anchors:
  *   - anchors with brackets wider than 1 ms are useless and dropped;
- *   - in every 10 ms window the narrowest anchor is kept: interpolating
+ *   - in every 10 ms window of the counter (a fixed grid: window t / 10 ms,
+ *     so thinning can run while the file is read and memory follows the
+ *     trace's duration, not its size) the narrowest anchor is kept: interpolating
  *     between anchors closer than that would turn their bracket noise into
  *     rate errors (two 30 ns errors over 1 ms are 60 ppm; over 10 ms, 6);
  *   - an anchor whose MONOTONIC_RAW is not above the previous one's is
@@ -29,6 +31,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define MAX_WIDTH_S 1e-3
 #define WINDOW_S 10e-3
@@ -46,36 +49,76 @@ static int cmp_anchor(const void *a, const void *b)
 /* a - b for int64 values that may be anything (hostile files) */
 static int64_t sub64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
 
+/* Sorts the anchors and keeps the narrowest usable one of each window. */
+static void thin(struct nc_trace_reader *r)
+{
+	double hz = r->info.hz;
+	uint64_t maxw = (uint64_t)(hz * MAX_WIDTH_S), win = (uint64_t)(hz * WINDOW_S);
+	if (win == 0)
+		win = 1;
+	size_t n = 0;
+	for (size_t i = 0; i < r->nan; i++) {
+		if (r->an[i].width <= maxw)
+			r->an[n++] = r->an[i];
+		else
+			r->an_wide++;
+	}
+	if (n > 1)
+		qsort(r->an, n, sizeof(*r->an), cmp_anchor);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		/* sorted by t, then width: the first of a window is its narrowest */
+		if (k > 0 && r->an[k - 1].t / win == r->an[i].t / win)
+			continue;
+		r->an[k++] = r->an[i];
+	}
+	r->nan = k;
+	r->an_kept = k;
+}
+
+int nc__tr_anchor_add(struct nc_trace_reader *r, const unsigned char *w)
+{
+	r->an_total++;
+	if (r->nan == r->capan) {
+		/* thin before growing: the kept anchors are one per window */
+		if (r->nan >= 4096 && r->nan >= 2 * r->an_kept)
+			thin(r);
+		if (r->nan == r->capan) {
+			size_t c = r->capan ? r->capan * 2 : 64;
+			if (c > SIZE_MAX / sizeof(*r->an))
+				return -1;
+			struct nc__tr_anchor *a = realloc(r->an, c * sizeof(*a));
+			if (!a)
+				return -1;
+			r->an = a;
+			r->capan = c;
+		}
+	}
+	struct nc__tr_anchor *a = &r->an[r->nan++];
+	memset(a, 0, sizeof(*a));
+	a->t = nc__get64(w + 16);
+	a->width = nc__get64(w + 24);
+	a->mono = (int64_t)nc__get64(w + 32);
+	a->real = (int64_t)nc__get64(w + 40);
+	return 0;
+}
+
 void nc__tr_anchors_build(struct nc_trace_reader *r)
 {
 	struct nc_trace_info *in = &r->info;
 	double hz = in->hz;
-	uint64_t maxw = (uint64_t)(hz * MAX_WIDTH_S), win = (uint64_t)(hz * WINDOW_S);
-	size_t n = 0, total = r->nan;
-	for (size_t i = 0; i < r->nan; i++)
-		if (r->an[i].width <= maxw)
-			r->an[n++] = r->an[i];
-	if (n > 1)
-		qsort(r->an, n, sizeof(*r->an), cmp_anchor);
-	/* the narrowest of each window */
+	thin(r);
+	/* time must go forward with the counter */
 	size_t k = 0, back = 0;
-	for (size_t i = 0; i < n;) {
-		size_t best = i, j = i + 1;
-		while (j < n && r->an[j].t - r->an[i].t < win) {
-			if (r->an[j].width < r->an[best].width)
-				best = j;
-			j++;
-		}
-		/* time must go forward with the counter */
-		if (k == 0 || (r->an[best].t > r->an[k - 1].t && r->an[best].mono > r->an[k - 1].mono))
-			r->an[k++] = r->an[best];
+	for (size_t i = 0; i < r->nan; i++) {
+		if (k == 0 || (r->an[i].t > r->an[k - 1].t && r->an[i].mono > r->an[k - 1].mono))
+			r->an[k++] = r->an[i];
 		else
 			back++;
-		i = j;
 	}
 	r->nan = k;
 	in->anchors = k;
-	in->anchors_rejected = total - n + back; /* too wide, or going back */
+	in->anchors_rejected = r->an_wide + back; /* too wide, or going back */
 	double maxhw = 0;
 	for (size_t i = 0; i < k; i++) {
 		struct nc__tr_anchor *a = &r->an[i];

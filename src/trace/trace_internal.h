@@ -97,11 +97,15 @@ static inline uint64_t nc__get64(const unsigned char *p)
 	return v;
 }
 
-/* read.c / time.c / merge.c: a checked file in memory. */
+/* read.c / time.c / merge.c: a checked file, read in place (pread) or
+ * from a copy in memory; what stays in memory is an index of its blocks
+ * and the anchors, never the events. */
+#define NC__TR_MAX_BLOCK ((16u << 20) + NC__TR_BLOCK_HDR) /* the writer's largest */
 struct nc__tr_block {
-	size_t off, len;          /* the in-block records: offset in data, bytes */
-	uint64_t first_seq;
+	uint64_t off;             /* the in-block records: offset in the file */
+	uint32_t len;             /* their bytes */
 	uint32_t nevents;
+	uint64_t first_seq;
 };
 struct nc__tr_thread {
 	struct nc_trace_thread_info info;
@@ -124,8 +128,12 @@ struct nc__tr_name {
 	char name[49];
 };
 struct nc_trace_reader {
-	unsigned char *data;
-	size_t len;
+	int fd;                   /* the file, or -1: ... */
+	unsigned char *mem;       /* ... a copy in memory (nc_trace_read_mem) */
+	uint64_t size;            /* bytes in the file */
+	uint64_t used;            /* bytes of complete records read */
+	int complete;             /* the whole file was read */
+	char stop[200];           /* else where and why the reading stopped */
 	struct nc_trace_info info;
 	nc_conv_t conv;           /* for extrapolation: the final rate if known */
 	unsigned ext_words;       /* optional event words: gseq, CPU time */
@@ -135,7 +143,14 @@ struct nc_trace_reader {
 	size_t nnames, capnames;
 	struct nc__tr_anchor *an;
 	size_t nan, capan;
+	size_t an_kept;           /* anchors after the last thinning */
+	uint64_t an_total, an_wide; /* sync records seen, too wide to use */
 };
+/* Reads n bytes at off: 0, or -1 (a read error, or the file shrank). */
+NC_HIDDEN int nc__tr_pread(const struct nc_trace_reader *r, uint64_t off, void *buf, size_t n);
+/* A sync record's bracket as an anchor (thins them now and then, so that
+ * memory follows the trace's duration, not its size): 0 or -1 (memory). */
+NC_HIDDEN int nc__tr_anchor_add(struct nc_trace_reader *r, const unsigned char *sync);
 /* Builds the anchors from the collected sync records (sorts, thins, slopes). */
 NC_HIDDEN void nc__tr_anchors_build(struct nc_trace_reader *r);
 /* The counter value t as CLOCK_MONOTONIC_RAW and Unix ns. */

@@ -13,43 +13,35 @@
  */
 #include "trace.h"
 #include "args.h"
+#include "export.h"
+#include "out_file.h"
 
 #include <nanoclock.h>
 
+#include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- output helpers ---- */
-static void jstr(FILE *f, const char *s)
+#define jstr nc_export_jstr
+
+/* Standard output's write error (a full disk, /dev/full, a closed pipe):
+ * one line, and the command fails. */
+static int stdout_failed(void)
 {
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f) /* bytes from the file: kept ASCII */
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return 0;
+	fprintf(stderr, "nanoclock trace: standard output: write error%s%s\n", errno ? ": " : "",
+		errno ? strerror(errno) : "");
+	return 1;
 }
 
-static void csv_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"')
-			fputs("\"\"", f);
-		else
-			fputc(c < 0x20 || c == 0x7f ? '?' : c, f);
-	}
-	fputc('"', f);
-}
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 /* ns as seconds with 9 decimals, any sign */
 static void secs(char *buf, size_t len, int64_t ns)
@@ -85,12 +77,6 @@ static const char *verdict_name(int v)
 	return v == 0 ? "consistent" : v == 1 ? "inconsistent" : v == 2 ? "inconclusive" : "not run";
 }
 
-static const char *kind_name(unsigned k)
-{
-	static const char *n[] = {"instant", "begin", "end", "counter"};
-	return k < 4 ? n[k] : "other";
-}
-
 /* ---- stats ---- */
 void nc_trace_print_stats(FILE *f, const struct nc_trace_reader *r, const char *name, int json)
 {
@@ -101,10 +87,11 @@ void nc_trace_print_stats(FILE *f, const struct nc_trace_reader *r, const char *
 	for (unsigned i = 0; i < in.threads; i++) {
 		struct nc_trace_thread_info t;
 		nc_trace_read_thread(r, i, &t);
-		dropped += t.counts.dropped;
-		overwritten += t.counts.overwritten;
-		nested += t.counts.nested;
-		late += t.counts.late;
+		/* hostile totals saturate instead of wrapping */
+		dropped = sat_add(dropped, t.counts.dropped);
+		overwritten = sat_add(overwritten, t.counts.overwritten);
+		nested = sat_add(nested, t.counts.nested);
+		late = sat_add(late, t.counts.late);
 	}
 	char a[64], b[64], c[64];
 	if (json) {
@@ -113,18 +100,27 @@ void nc_trace_print_stats(FILE *f, const struct nc_trace_reader *r, const char *
 		fprintf(f, ",\n  \"format\": \"%u.%u\",\n  \"closed\": %s,\n  \"counter\": ",
 			in.version_major, in.version_minor, in.closed ? "true" : "false");
 		jstr(f, in.counter);
-		fprintf(f, ",\n  \"hz\": %.6f,\n  \"hz_ppm\": %.6g,\n  \"hz_final\": %.6f,\n"
-			   "  \"hz_final_ppm\": %.6g,\n  \"host\": ",
-			in.hz, in.hz_ppm, in.hz_final, in.hz_final_ppm);
+		/* numbers from the file may be NaN or infinite: null in JSON */
+		fprintf(f, ",\n  \"hz\": ");
+		nc_export_jnum(f, "%.6f", in.hz);
+		fprintf(f, ",\n  \"hz_ppm\": ");
+		nc_export_jnum(f, "%.6g", in.hz_ppm);
+		fprintf(f, ",\n  \"hz_final\": ");
+		nc_export_jnum(f, "%.6f", in.hz_final);
+		fprintf(f, ",\n  \"hz_final_ppm\": ");
+		nc_export_jnum(f, "%.6g", in.hz_final_ppm);
+		fprintf(f, ",\n  \"host\": ");
 		jstr(f, in.host);
 		fprintf(f, ",\n  \"pid\": %u,\n  \"mode\": \"%s\",\n  \"cputime\": %s,\n"
 			   "  \"global_seq\": %s,\n",
 			in.pid, in.mode == NC_TRACE_OVERWRITE ? "overwrite" : "drop",
 			(in.flags & NC_TRACE_CPUTIME) ? "true" : "false",
 			(in.flags & NC_TRACE_GSEQ) ? "true" : "false");
-		fprintf(f, "  \"unix_tie_error_ns\": %.1f,\n  \"utc_error_ns\": ", in.tie_error_ns);
+		fprintf(f, "  \"unix_tie_error_ns\": ");
+		nc_export_jnum(f, "%.1f", in.tie_error_ns);
+		fprintf(f, ",\n  \"utc_error_ns\": ");
 		if (in.utc_error_ns >= 0)
-			fprintf(f, "%.0f", in.utc_error_ns);
+			nc_export_jnum(f, "%.0f", in.utc_error_ns);
 		else
 			fprintf(f, "null");
 		fprintf(f, ",\n  \"cross_cpu\": \"%s\",\n  \"cross_cpu_max_shift_ticks\": %" PRIu64 ",\n",
@@ -142,11 +138,23 @@ void nc_trace_print_stats(FILE *f, const struct nc_trace_reader *r, const char *
 			in.first_ticks, in.last_ticks, in.first_mono_ns, in.last_mono_ns, in.first_unix_ns,
 			in.last_unix_ns, in.events ? span : 0);
 		fprintf(f, "  \"stamps\": {\"syncs\": %" PRIu64 ", \"anchors\": %" PRIu64
-			   ", \"anchors_rejected\": %" PRIu64 ", \"max_anchor_halfwidth_ns\": %.1f"
-			   ", \"anchor_rate_vs_stated_ppm\": %.4f, \"max_compact_delta_ticks\": %" PRIu64
-			   ", \"backwards\": %" PRIu64 "},\n",
-			in.syncs, in.anchors, in.anchors_rejected, in.max_anchor_halfwidth_ns,
-			in.anchor_rate_ppm, in.max_delta_ticks, in.backwards);
+			   ", \"anchors_rejected\": %" PRIu64 ", \"max_anchor_halfwidth_ns\": ",
+			in.syncs, in.anchors, in.anchors_rejected);
+		nc_export_jnum(f, "%.1f", in.max_anchor_halfwidth_ns);
+		fprintf(f, ", \"anchor_rate_vs_stated_ppm\": ");
+		nc_export_jnum(f, "%.4f", in.anchor_rate_ppm);
+		fprintf(f, ", \"max_compact_delta_ticks\": %" PRIu64 ", \"backwards\": %" PRIu64 "},\n",
+			in.max_delta_ticks, in.backwards);
+		uint64_t used;
+		char stop[256];
+		int complete = nc_trace_read_complete(r, &used, stop, sizeof(stop));
+		fprintf(f, "  \"complete\": %s,\n  \"bytes_read\": %" PRIu64 ",\n  \"stopped\": ",
+			complete ? "true" : "false", used);
+		if (complete)
+			fprintf(f, "null");
+		else
+			jstr(f, stop);
+		fprintf(f, ",\n");
 		fprintf(f, "  \"per_thread\": [");
 		for (unsigned i = 0; i < in.threads; i++) {
 			struct nc_trace_thread_info t;
@@ -226,130 +234,59 @@ void nc_trace_print_stats(FILE *f, const struct nc_trace_reader *r, const char *
 	}
 }
 
-/* ---- export ---- */
-static const char *ev_name(const struct nc_trace_reader *r, unsigned id, char *buf, size_t len)
-{
-	const char *n = nc_trace_read_name(r, id);
-	if (n && n[0])
-		return n;
-	snprintf(buf, len, "event %u", id);
-	return buf;
-}
+/* ---- help ---- */
+static const char help_trace[] =
+	"usage: nanoclock trace stats FILE [--json]\n"
+	"       nanoclock trace export --format ctf|perfetto|chrome|csv [-o OUT] FILE...\n"
+	"       nanoclock trace demo FILE [--threads N] [--items N] [--block-bytes N] [--blocks N]\n"
+	"                                 [--overwrite] [--cputime] [--gseq] [--sync-check]\n"
+	"       nanoclock trace [COMMAND] --help | -h\n"
+	"exit status: 0 ok; 1 a file could not be read, is not a valid trace, or an output\n"
+	"             could not be written; 2 bad command line; 5 a trace was cut short\n"
+	"             (its complete records are used; one line on stderr says where)\n";
+static const char help_stats[] =
+	"usage: nanoclock trace stats FILE [--json]\n"
+	"What a trace holds: clock, threads, events, losses, time span, stamps.\n"
+	"  --json      one JSON object\n"
+	"  -h, --help  this text\n"
+	"exit status: 0 ok; 1 unreadable or not a valid trace; 2 bad command line;\n"
+	"             5 cut short (the stats cover its complete records)\n";
+static const char help_export[] =
+	"usage: nanoclock trace export --format ctf|perfetto|chrome|csv [-o OUT] FILE...\n"
+	"Every event of the FILEs (several: merged on Unix time) with its exact counter\n"
+	"value and nanoclock's ns, streamed in bounded memory.\n"
+	"  --format ctf       CTF 1.8 directory (-o DIR needed): babeltrace2, Trace Compass\n"
+	"  --format perfetto  Perfetto protobuf (-o FILE, or a pipe): ui.perfetto.dev\n"
+	"  --format chrome    Chrome Trace Event JSON: Perfetto UI, chrome://tracing\n"
+	"  --format csv       one line per event, every field\n"
+	"  -o OUT             output file or directory (default: standard output); written\n"
+	"                     to a new temporary beside it, renamed when complete (no link is\n"
+	"                     followed), mode 0644 (0755 for a directory) less the umask\n"
+	"  -h, --help         this text\n"
+	"A progress line goes to stderr on long exports when it is a terminal.\n"
+	"exit status: 0 ok; 1 unreadable, not a valid trace, or the output failed;\n"
+	"             2 bad command line; 5 a FILE was cut short (its complete records exported)\n";
+static const char help_demo[] =
+	"usage: nanoclock trace demo FILE [options]\n"
+	"Producers and consumers through a bounded queue, traced into FILE.\n"
+	"  --threads N      producers, and as many consumers (1..64, default 2)\n"
+	"  --items N        items per producer (1..100000000, default 20000)\n"
+	"  --block-bytes N  block size, a power of two (512..16777216, default 65536)\n"
+	"  --blocks N       blocks per thread (2..65536, default 16)\n"
+	"  --overwrite      flight-recorder mode: the oldest blocks are overwritten\n"
+	"  --cputime        each event also carries the thread's CPU time\n"
+	"  --gseq           each event also takes a global sequence number\n"
+	"  --sync-check     run the cross-CPU check at open and store its verdict\n"
+	"  -h, --help       this text\n"
+	"exit status: 0 ok; 1 the trace or a thread could not be made, or output failed;\n"
+	"             2 bad command line\n";
 
-/* microseconds from origin, with ns decimals */
-static void rel_us(FILE *f, int64_t v, int64_t origin)
-{
-	int64_t d;
-	if (__builtin_sub_overflow(v, origin, &d))
-		d = v < origin ? INT64_MIN + 1 : INT64_MAX;
-	uint64_t a = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
-	fprintf(f, "%s%" PRIu64 ".%03" PRIu64, d < 0 ? "-" : "", a / 1000, a % 1000);
-}
+static int is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
 
-int nc_trace_print_export(FILE *f, struct nc_trace_reader *const *r, const char *const *names,
-			  unsigned n, int chrome)
+static int help(const char *text)
 {
-	struct nc_trace_merge *m;
-	int rc = nc_trace_merge_open(&m, r, n);
-	if (rc)
-		return rc;
-	/* the time origin for Chrome: the earliest event (mono for one file,
-	 * Unix time across files) */
-	int by_unix = n > 1, have = 0;
-	int64_t origin = 0, origin_unix = 0;
-	for (unsigned i = 0; i < n; i++) {
-		struct nc_trace_info in;
-		nc_trace_read_info(r[i], &in);
-		if (!in.events)
-			continue;
-		int64_t o = by_unix ? in.first_unix_ns : in.first_mono_ns;
-		if (!have || o < origin) {
-			origin = o;
-			origin_unix = in.first_unix_ns;
-		}
-		have = 1;
-	}
-	char nb[32];
-	struct nc_trace_rec e;
-	if (!chrome) {
-		fprintf(f, "file,thread,thread_name,seq,gseq,kind,id,name,arg,ticks,mono_ns,unix_ns,"
-			   "cpu_ns\n");
-		while (nc_trace_merge_next(m, &e)) {
-			struct nc_trace_thread_info t;
-			nc_trace_read_thread(r[e.file], e.thread, &t);
-			fprintf(f, "%u,%u,", e.file, e.thread);
-			csv_str(f, t.name);
-			fprintf(f, ",%" PRIu64 ",", e.seq);
-			if (e.gseq != UINT64_MAX)
-				fprintf(f, "%" PRIu64, e.gseq);
-			fprintf(f, ",%s,%u,", kind_name(e.kind), e.id);
-			csv_str(f, ev_name(r[e.file], e.id, nb, sizeof(nb)));
-			fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",", e.arg, e.ticks,
-				e.mono_ns, e.unix_ns);
-			if (e.cpu_ns >= 0)
-				fprintf(f, "%" PRId64, e.cpu_ns);
-			fputc('\n', f);
-		}
-		nc_trace_merge_close(m);
-		return 0;
-	}
-	fprintf(f, "{\"displayTimeUnit\": \"ns\",\n \"otherData\": {\"generator\": \"nanoclock %s\", "
-		   "\"time_origin_unix_ns\": %" PRId64 ", \"timebase\": \"%s\"},\n \"traceEvents\": [",
-		nc_version(), origin_unix, by_unix ? "unix" : "CLOCK_MONOTONIC_RAW");
-	int first = 1;
-	for (unsigned i = 0; i < n; i++) {
-		struct nc_trace_info in;
-		nc_trace_read_info(r[i], &in);
-		fprintf(f, "%s\n  {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %u, \"tid\": 0, "
-			   "\"args\": {\"name\": ",
-			first ? "" : ",", i + 1);
-		first = 0;
-		char pn[160];
-		snprintf(pn, sizeof(pn), "%s: pid %u on %s", names ? names[i] : "trace", in.pid,
-			 in.host[0] ? in.host : "?");
-		jstr(f, pn);
-		fprintf(f, "}}");
-		for (unsigned k = 0; k < in.threads; k++) {
-			struct nc_trace_thread_info t;
-			nc_trace_read_thread(r[i], k, &t);
-			char tn[80];
-			snprintf(tn, sizeof(tn), "%s (tid %" PRId64 ")", t.name[0] ? t.name : "thread",
-				 t.tid);
-			fprintf(f, ",\n  {\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %u, \"tid\": "
-				   "%u, \"args\": {\"name\": ",
-				i + 1, k + 1);
-			jstr(f, tn);
-			fprintf(f, "}}");
-		}
-	}
-	static const char ph[] = {'i', 'B', 'E', 'C'};
-	while (nc_trace_merge_next(m, &e)) {
-		const char *nm = ev_name(r[e.file], e.id, nb, sizeof(nb));
-		fprintf(f, ",\n  {\"ph\": \"%c\", \"name\": ", e.kind < 4 ? ph[e.kind] : 'i');
-		jstr(f, nm);
-		fprintf(f, ", \"cat\": \"nanoclock\", \"pid\": %u, \"tid\": %u, \"ts\": ", e.file + 1,
-			e.thread + 1);
-		rel_us(f, by_unix ? e.unix_ns : e.mono_ns, origin);
-		if (e.kind == NC_TRACE_COUNTER) {
-			fprintf(f, ", \"args\": {");
-			jstr(f, nm);
-			fprintf(f, ": %" PRIu64 "}}", e.arg);
-			continue;
-		}
-		if (e.kind == NC_TRACE_INSTANT || e.kind >= 4)
-			fprintf(f, ", \"s\": \"t\"");
-		fprintf(f, ", \"args\": {\"arg\": %" PRIu64 ", \"seq\": %" PRIu64 ", \"ticks\": %" PRIu64
-			   ", \"unix_ns\": %" PRId64,
-			e.arg, e.seq, e.ticks, e.unix_ns);
-		if (e.gseq != UINT64_MAX)
-			fprintf(f, ", \"gseq\": %" PRIu64, e.gseq);
-		if (e.cpu_ns >= 0)
-			fprintf(f, ", \"cpu_ns\": %" PRId64, e.cpu_ns);
-		fprintf(f, "}}");
-	}
-	fprintf(f, "\n]}\n");
-	nc_trace_merge_close(m);
-	return 0;
+	fputs(text, stdout);
+	return stdout_failed();
 }
 
 /* ---- demo: producers and consumers through a bounded queue ---- */
@@ -366,6 +303,7 @@ struct demo {
 	unsigned head, count;
 	long items;        /* per producer */
 	int producers_left;
+	int abort;         /* a thread could not start: everyone stops */
 	int err;
 };
 
@@ -393,8 +331,12 @@ static void *producer(void *arg)
 		x = work(x, 200 + (int)(x & 511));
 		nc_trace_end(b, ID_PRODUCE, (uint64_t)i);
 		pthread_mutex_lock(&d->mu);
-		while (d->count == QCAP)
+		while (d->count == QCAP && !d->abort)
 			pthread_cond_wait(&d->not_full, &d->mu);
+		if (d->abort) {
+			pthread_mutex_unlock(&d->mu);
+			break;
+		}
 		d->q[(d->head + d->count++) % QCAP] = x;
 		unsigned depth = d->count;
 		pthread_cond_signal(&d->not_empty);
@@ -419,9 +361,9 @@ static void *consumer(void *arg)
 	}
 	for (;;) {
 		pthread_mutex_lock(&d->mu);
-		while (d->count == 0 && d->producers_left > 0)
+		while (d->count == 0 && d->producers_left > 0 && !d->abort)
 			pthread_cond_wait(&d->not_empty, &d->mu);
-		if (d->count == 0) {
+		if (d->count == 0 || d->abort) {
 			pthread_mutex_unlock(&d->mu);
 			break;
 		}
@@ -444,10 +386,11 @@ static int bad(const char *cmd, const char *what, const char *arg)
 {
 	char q[48];
 	if (arg)
-		fprintf(stderr, "nanoclock trace%s%s: %s '%s' (nanoclock --help)\n", cmd[0] ? " " : "",
-			cmd, what, nc_arg_quote(arg, q, sizeof(q)));
+		fprintf(stderr, "nanoclock trace%s%s: %s '%s' (nanoclock trace%s%s --help)\n",
+			cmd[0] ? " " : "", cmd, what, nc_arg_quote(arg, q, sizeof(q)), cmd[0] ? " " : "", cmd);
 	else
-		fprintf(stderr, "nanoclock trace%s%s: %s (nanoclock --help)\n", cmd[0] ? " " : "", cmd, what);
+		fprintf(stderr, "nanoclock trace%s%s: %s (nanoclock trace%s%s --help)\n", cmd[0] ? " " : "",
+			cmd, what, cmd[0] ? " " : "", cmd);
 	return 2;
 }
 
@@ -460,6 +403,8 @@ static int cmd_demo(int argc, char **argv)
 	char why[160];
 	for (int i = 3; i < argc; i++) {
 		const char *o = argv[i];
+		if (is_help(o))
+			return help(help_demo);
 		long *target = !strcmp(o, "--threads")       ? &threads
 			       : !strcmp(o, "--items")       ? &items
 			       : !strcmp(o, "--block-bytes") ? &bb
@@ -505,7 +450,12 @@ static int cmd_demo(int argc, char **argv)
 	d.producers_left = (int)threads;
 	int rc = nc_trace_open(&d.t, path, &c);
 	if (rc) {
-		fprintf(stderr, "nanoclock trace demo: %s: %s\n", path, nc_trace_strerror(rc));
+		int e = errno;
+		fprintf(stderr, "nanoclock trace demo: %s: %s\n", path,
+			rc != NC_TRACE_EIO ? nc_trace_strerror(rc)
+			: e == ENXIO	   ? "a FIFO with no reader"
+			: e == ELOOP	   ? "a symbolic link (not followed)"
+					   : strerror(e));
 		return 1;
 	}
 	nc_trace_name(d.t, ID_PRODUCE, "produce");
@@ -515,16 +465,19 @@ static int cmd_demo(int argc, char **argv)
 	int started = 0;
 	uint64_t t0 = nc_now_ns();
 	for (long i = 0; i < 2 * threads; i++) {
-		if (pthread_create(&th[started], NULL, i % 2 ? consumer : producer, &d) != 0) {
-			fprintf(stderr, "nanoclock trace demo: cannot start a thread\n");
-			/* a missing producer would leave consumers waiting */
+		int e = pthread_create(&th[started], NULL, i % 2 ? consumer : producer, &d);
+		if (e != 0) {
+			/* one line, and every thread started so far stops: a missing
+			 * consumer would leave producers waiting for ever */
+			fprintf(stderr, "nanoclock trace demo: cannot start thread %ld of %ld: %s\n", i + 1,
+				2 * threads, strerror(e));
 			pthread_mutex_lock(&d.mu);
-			if (i % 2 == 0)
-				d.producers_left--;
+			d.abort = 1;
 			pthread_cond_broadcast(&d.not_empty);
+			pthread_cond_broadcast(&d.not_full);
 			pthread_mutex_unlock(&d.mu);
-			d.err = 1;
-			continue;
+			d.err = 2;
+			break;
 		}
 		started++;
 	}
@@ -536,15 +489,23 @@ static int cmd_demo(int argc, char **argv)
 		fprintf(stderr, "nanoclock trace demo: %s: %s\n", path, nc_trace_strerror(rc));
 		return 1;
 	}
+	if (d.err == 2)
+		return 1; /* said above */
 	printf("wrote %s: %ld producers and %ld consumers, %ld items each producer, %.3f ms\n"
 	       "next:  nanoclock trace stats %s\n"
-	       "       nanoclock trace export --format chrome -o trace.json %s   (open in "
-	       "https://ui.perfetto.dev or chrome://tracing)\n",
-	       path, threads, threads, items, (double)(t1 - t0) / 1e6, path, path);
+	       "       nanoclock trace export --format perfetto -o trace.pftrace %s   "
+	       "(https://ui.perfetto.dev)\n"
+	       "       nanoclock trace export --format ctf -o trace-ctf %s   (babeltrace2 trace-ctf)\n",
+	       path, threads, threads, items, (double)(t1 - t0) / 1e6, path, path, path);
+	if (stdout_failed())
+		return 1;
 	return d.err ? 1 : 0;
 }
 
 /* ---- the command ---- */
+#define EXIT_CUT_SHORT 5
+
+/* 0 read whole, 5 read but cut short (said on stderr), 1 refused (said). */
 static int open_trace(const char *path, struct nc_trace_reader **r)
 {
 	char why[256];
@@ -553,19 +514,10 @@ static int open_trace(const char *path, struct nc_trace_reader **r)
 		fprintf(stderr, "nanoclock trace: %s: %s\n", path, why[0] ? why : nc_trace_strerror(rc));
 		return 1;
 	}
-	return 0;
-}
-
-static int finish_out(FILE *f, const char *out)
-{
-	int bad = ferror(f);
-	if (f != stdout)
-		bad |= fclose(f) != 0;
-	else
-		bad |= fflush(f) != 0;
-	if (bad) {
-		fprintf(stderr, "nanoclock trace: %s: write error\n", out ? out : "standard output");
-		return 1;
+	if (!nc_trace_read_complete(*r, NULL, why, sizeof(why))) {
+		fprintf(stderr, "nanoclock trace: %s: %s; every complete record before it is used\n",
+			path, why);
+		return EXIT_CUT_SHORT;
 	}
 	return 0;
 }
@@ -575,6 +527,8 @@ static int cmd_stats(int argc, char **argv)
 	const char *path = NULL;
 	int json = 0;
 	for (int i = 3; i < argc; i++) {
+		if (is_help(argv[i]))
+			return help(help_stats);
 		if (!strcmp(argv[i], "--json"))
 			json = 1;
 		else if (!path && (argv[i][0] != '-' || !argv[i][1]))
@@ -586,79 +540,116 @@ static int cmd_stats(int argc, char **argv)
 	if (!path)
 		return bad("stats", "a FILE to read is needed", NULL);
 	struct nc_trace_reader *r;
-	if (open_trace(path, &r))
+	int st = open_trace(path, &r);
+	if (st == 1)
 		return 1;
 	nc_trace_print_stats(stdout, r, path, json);
 	nc_trace_read_close(r);
-	return finish_out(stdout, NULL);
+	return stdout_failed() ? 1 : st;
 }
+
+enum { FMT_NONE, FMT_CSV, FMT_CHROME, FMT_PERFETTO, FMT_CTF };
 
 static int cmd_export(int argc, char **argv)
 {
-	int chrome = -1;
+	int fmt = FMT_NONE;
 	const char *out = NULL;
 	const char **files = calloc((size_t)argc, sizeof(*files));
 	unsigned n = 0;
 	if (!files)
 		return 1;
-	for (int i = 3; i < argc; i++) {
+	int rc = 0;
+	for (int i = 3; i < argc && !rc; i++) {
+		if (is_help(argv[i])) {
+			free(files);
+			return help(help_export);
+		}
 		if (!strcmp(argv[i], "--format") && i + 1 < argc) {
-			i++;
-			if (!strcmp(argv[i], "chrome"))
-				chrome = 1;
-			else if (!strcmp(argv[i], "csv"))
-				chrome = 0;
-			else {
-				free(files);
-				return bad("export", "--format: not chrome or csv:", argv[i]);
-			}
+			const char *v = argv[++i];
+			fmt = !strcmp(v, "csv")	       ? FMT_CSV
+			      : !strcmp(v, "chrome")   ? FMT_CHROME
+			      : !strcmp(v, "perfetto") ? FMT_PERFETTO
+			      : !strcmp(v, "ctf")      ? FMT_CTF
+						       : -1;
+			if (fmt < 0)
+				rc = bad("export", "--format: not ctf, perfetto, chrome or csv:", v);
 		} else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
 			out = argv[++i];
 		} else if (argv[i][0] != '-') {
 			files[n++] = argv[i];
 		} else {
-			free(files);
-			return bad("export",
-				   !strcmp(argv[i], "--format") || !strcmp(argv[i], "-o") ? "a value is needed after"
+			rc = bad("export",
+				 !strcmp(argv[i], "--format") || !strcmp(argv[i], "-o") ? "a value is needed after"
 											: "unknown option",
-				   argv[i]);
+				 argv[i]);
 		}
 	}
-	if (chrome < 0 || n == 0) {
+	if (!rc && (fmt == FMT_NONE || n == 0))
+		rc = bad("export", fmt == FMT_NONE ? "--format ctf, perfetto, chrome or csv is needed"
+						   : "a FILE to read is needed",
+			 NULL);
+	if (!rc && fmt == FMT_CTF && !out)
+		rc = bad("export", "--format ctf writes a directory: -o DIR is needed", NULL);
+	if (!rc && fmt == FMT_PERFETTO && (!out || !strcmp(out, "-")) && isatty(STDOUT_FILENO))
+		rc = bad("export", "--format perfetto is binary: -o FILE, or a pipe, is needed", NULL);
+	if (rc) {
 		free(files);
-		return bad("export", chrome < 0 ? "--format chrome or --format csv is needed" : "a FILE to read is needed",
-			   NULL);
+		return rc;
 	}
 	struct nc_trace_reader **r = calloc(n, sizeof(*r));
-	int rc = r ? 0 : 1;
-	for (unsigned i = 0; i < n && !rc; i++)
-		rc = open_trace(files[i], &r[i]);
-	FILE *f = NULL;
+	int cut = 0;
+	rc = r ? 0 : 1;
+	for (unsigned i = 0; i < n && !rc; i++) {
+		int st = open_trace(files[i], &r[i]);
+		if (st == EXIT_CUT_SHORT)
+			cut = 1;
+		else
+			rc = st;
+	}
+	struct nc_out o;
+	char why[512];
 	if (!rc) {
-		f = out ? fopen(out, "w") : stdout;
-		if (!f) {
-			fprintf(stderr, "nanoclock trace: %s: cannot create\n", out);
+		int e = fmt == FMT_CTF ? nc_out_dir_open(&o, out, why, sizeof(why))
+				       : nc_out_open(&o, out, why, sizeof(why));
+		if (e) {
+			fprintf(stderr, "nanoclock trace export: %s\n", why);
 			rc = 1;
 		}
 	}
 	if (!rc) {
-		int e = nc_trace_print_export(f, r, files, n, chrome);
+		struct nc_export x;
+		int e = nc_export_begin(&x, r, files, n, isatty(STDERR_FILENO));
+		why[0] = 0;
+		if (!e) {
+			e = fmt == FMT_CSV	  ? nc_export_csv(o.f, &x)
+			    : fmt == FMT_CHROME	  ? nc_export_chrome(o.f, &x)
+			    : fmt == FMT_PERFETTO ? nc_export_perfetto(o.f, &x)
+						  : nc_export_ctf(o.dirfd, &x, why, sizeof(why));
+			int me = nc_export_end(&x);
+			if (!e)
+				e = me;
+		}
 		if (e) {
-			fprintf(stderr, "nanoclock trace: %s\n", nc_trace_strerror(e));
+			fprintf(stderr, "nanoclock trace export: %s\n", why[0] ? why : nc_trace_strerror(e));
 			rc = 1;
 		}
-		rc |= finish_out(f, out);
+		if (nc_out_close(&o, !rc, why, sizeof(why)) != 0) {
+			fprintf(stderr, "nanoclock trace export: %s\n", why);
+			rc = 1;
+		}
 	}
 	for (unsigned i = 0; r && i < n; i++)
 		nc_trace_read_close(r[i]);
 	free(r);
 	free(files);
-	return rc;
+	return rc ? rc : cut ? EXIT_CUT_SHORT : 0;
 }
 
 int nc_trace_main(int argc, char **argv)
 {
 	const char *sub = argc >= 3 ? argv[2] : "";
+	if (is_help(sub))
+		return help(help_trace);
 	if (!strcmp(sub, "stats"))
 		return cmd_stats(argc, argv);
 	if (!strcmp(sub, "export"))

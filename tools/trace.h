@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* `nanoclock trace`: stats, export and demo (tools/trace.c).  The writers
- * are separate from the command line so the fuzzer drives them too. */
+ * are separate from the command line so the fuzzer drives them too; the
+ * exports are in export.h. */
 #ifndef NC_TOOL_TRACE_H
 #define NC_TOOL_TRACE_H
 
@@ -12,9 +13,5 @@ int nc_trace_main(int argc, char **argv);
 
 /* The stats of one checked trace (name: how to call it). */
 void nc_trace_print_stats(FILE *f, const struct nc_trace_reader *r, const char *name, int json);
-/* All events of the traces, merged: Chrome Trace Event JSON or CSV.
- * 0, or a negative error (out of memory). */
-int nc_trace_print_export(FILE *f, struct nc_trace_reader *const *r, const char *const *names,
-			  unsigned n, int chrome);
 
 #endif

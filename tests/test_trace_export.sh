@@ -1,0 +1,158 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The trace exports read by the tools people use, compared with nanoclock's
+# own conversion (the CSV export) event by event:
+#   - CTF: babeltrace2 reads the directory with nothing on stderr, every
+#     event comes back, and its time (--clock-seconds) is the CSV's unix_ns
+#     to the nanosecond; for the demo, the example workload, and two files
+#     merged into one trace;
+#   - Perfetto: protoc decodes it against tests/perfetto/nanoclock_perfetto.proto
+#     (Perfetto's field numbers); every event is there, in order, with the
+#     CSV's CLOCK_MONOTONIC_RAW ns, type and interned name; clock snapshots
+#     tie it to REALTIME;
+#   - Chrome JSON: DevTools' trace model (npm: devtools-timeline-model)
+#     loads it: every slice and counter, no begin/end argument clash, no
+#     error.
+# usage: tests/test_trace_export.sh TOOL EXAMPLE      (make check runs it)
+# Installs babeltrace2, protoc and the npm reader if missing.
+set -u
+tool=$1
+example=$2
+cd "$(dirname "$0")/.."
+root=$(pwd)
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok: $*"; }
+bad() { fail=$((fail + 1)); echo "FAILED: $*"; }
+
+need=""
+command -v babeltrace2 >/dev/null 2>&1 || need="$need babeltrace2"
+command -v protoc >/dev/null 2>&1 || need="$need protobuf-compiler"
+command -v node >/dev/null 2>&1 || need="$need nodejs"
+command -v npm >/dev/null 2>&1 || need="$need npm"
+# shellcheck disable=SC2086
+[ -z "$need" ] || ./scripts/install-test-deps $need || { echo "FAILED: cannot install$need"; exit 1; }
+npmdir=$root/build/npm
+if [ ! -f "$npmdir/node_modules/devtools-timeline-model/package.json" ] ||
+	! cmp -s tests/npm/package-lock.json "$npmdir/package-lock.json"; then
+	mkdir -p "$npmdir"
+	cp tests/npm/package.json tests/npm/package-lock.json "$npmdir/"
+	(cd "$npmdir" && npm ci --no-audit --no-fund >npm.log 2>&1) ||
+		{ echo "FAILED: npm ci (see $npmdir/npm.log)"; exit 1; }
+fi
+
+w=$(mktemp -d "${TMPDIR:-/tmp}/nc-export-XXXXXX")
+trap 'rm -rf "$w"' EXIT
+
+# "file thread seq unix_ns" per event, sorted, from the CSV export
+csv_keys() {
+	awk -F, 'NR > 1 { print $1, $2, $4, $12 }' "$1" | sort
+}
+# the same from babeltrace2's text
+bt_keys() {
+	awk '{
+		ts = substr($1, 2, length($1) - 2); sub(/\./, "", ts)
+		match($0, /file = [0-9]+/); f = substr($0, RSTART + 7, RLENGTH - 7)
+		match($0, /thread = [0-9]+/); t = substr($0, RSTART + 9, RLENGTH - 9)
+		match($0, / seq = [0-9]+/); s = substr($0, RSTART + 7, RLENGTH - 7)
+		print f, t, s, ts }' "$1" | sort
+}
+
+ctf_check() { # name, files...
+	name=$1
+	shift
+	if ! $tool trace export --format csv -o "$w/$name.csv" "$@" ||
+		! $tool trace export --format ctf -o "$w/$name.ctf" "$@"; then
+		bad "$name: export"
+		return
+	fi
+	babeltrace2 --clock-seconds "$w/$name.ctf" >"$w/$name.bt" 2>"$w/$name.bt.err"
+	rc=$?
+	if [ $rc -ne 0 ] || [ -s "$w/$name.bt.err" ]; then
+		bad "$name: babeltrace2 exit $rc, stderr: $(head -3 "$w/$name.bt.err")"
+		return
+	fi
+	csv_keys "$w/$name.csv" >"$w/$name.k1"
+	bt_keys "$w/$name.bt" >"$w/$name.k2"
+	n=$(wc -l <"$w/$name.k1")
+	if [ "$n" -gt 0 ] && cmp -s "$w/$name.k1" "$w/$name.k2"; then
+		ok "$name: babeltrace2 shows all $n events at nanoclock's Unix ns exactly"
+	else
+		bad "$name: babeltrace2 differs from nanoclock's CSV ($n events): $(diff "$w/$name.k1" "$w/$name.k2" | head -4 | tr '\n' ' ')"
+	fi
+}
+
+$tool trace demo "$w/demo.nct" --threads 2 --items 20000 >/dev/null || bad "demo"
+$tool trace demo "$w/demo2.nct" --threads 1 --items 5000 --gseq --cputime >/dev/null || bad "demo2"
+$example "$w/example.nct" >/dev/null || bad "example"
+ctf_check demo "$w/demo.nct"
+ctf_check example "$w/example.nct"
+ctf_check merged "$w/demo.nct" "$w/demo2.nct" "$w/example.nct"
+streams=$(ls "$w/merged.ctf" | grep -c '^stream_')
+threads=$(for f in demo demo2 example; do $tool trace stats --json "$w/$f.nct"; done |
+	awk -F': ' '/"threads"/ { s += $2 } END { print s + 0 }')
+[ "$streams" -eq "$threads" ] && ok "merged: one CTF trace, a stream per thread ($streams)" ||
+	bad "merged: $streams streams for $threads threads"
+grep -q 'file2_counter' "$w/merged.ctf/metadata" && grep -q 'precision = ' "$w/merged.ctf/metadata" &&
+	ok "merged: clock-domain records of the 3 files in env" || bad "merged: env"
+
+# ---- Perfetto ----
+perfetto_check() { # name, files...
+	name=$1
+	shift
+	$tool trace export --format perfetto -o "$w/$name.pftrace" "$@" || { bad "$name: perfetto export"; return; }
+	if ! protoc --proto_path=tests/perfetto --decode=perfetto.protos.Trace nanoclock_perfetto.proto \
+		<"$w/$name.pftrace" >"$w/$name.pf.txt" 2>"$w/$name.pf.err"; then
+		bad "$name: protoc --decode: $(head -2 "$w/$name.pf.err")"
+		return
+	fi
+	# per event packet: "timestamp type name_iid" in file order; names by iid
+	awk '
+		/^packet \{/ { ts = ""; type = ""; iid = ""; seq = ""; te = 0 }
+		/^  timestamp: / { ts = $2 }
+		/^  trusted_packet_sequence_id: / { seq = $2 }
+		/^  track_event \{/ { te = 1 }
+		/^    type: / && te { type = $2 }
+		/^    name_iid: / && te { iid = $2 }
+		/^    event_names \{/ { en = 1 }
+		/^      iid: / && en { niid = $2 }
+		/^      name: / && en { sub(/^      name: /, ""); names[seq " " niid] = $0; en = 0 }
+		/^\}/ && te { print ts, type, (iid == "" ? "-" : names[seq " " iid]) }
+	' "$w/$name.pf.txt" >"$w/$name.pf.ev"
+	awk -F, 'NR > 1 {
+		t = "TYPE_INSTANT"
+		if ($6 == "begin") t = "TYPE_SLICE_BEGIN"
+		if ($6 == "end") t = "TYPE_SLICE_END"
+		if ($6 == "counter") t = "TYPE_COUNTER"
+		n = ($6 == "end" || $6 == "counter") ? "-" : "\"" substr($8, 2, length($8) - 2) "\""
+		print ($11 < 0 ? 0 : $11), t, n }' "$w/$name.csv" >"$w/$name.csv.ev"
+	n=$(wc -l <"$w/$name.csv.ev")
+	if [ "$n" -gt 0 ] && cmp -s "$w/$name.csv.ev" "$w/$name.pf.ev"; then
+		ok "$name: Perfetto decodes to all $n events, in order, at nanoclock's ns, with their names"
+	else
+		bad "$name: Perfetto events differ from the CSV: $(diff "$w/$name.csv.ev" "$w/$name.pf.ev" | head -4 | tr '\n' ' ')"
+	fi
+	snaps=$(grep -c 'clock_snapshot {' "$w/$name.pf.txt")
+	tracks=$(grep -c 'thread {' "$w/$name.pf.txt")
+	[ "$snaps" -ge "$#" ] && grep -q 'primary_trace_clock: BUILTIN_CLOCK_REALTIME' "$w/$name.pf.txt" &&
+		[ "$tracks" -ge 1 ] && ok "$name: $snaps clock snapshots, $tracks thread tracks" ||
+		bad "$name: $snaps snapshots, $tracks thread tracks"
+}
+perfetto_check demo "$w/demo.nct"
+perfetto_check merged "$w/demo.nct" "$w/demo2.nct" "$w/example.nct"
+
+# ---- Chrome JSON in DevTools' model ----
+chrome_check() { # name, file
+	$tool trace export --format chrome -o "$w/$1.json" "$2" || { bad "$1: chrome export"; return; }
+	out=$(NODE_PATH="$npmdir/node_modules" node tests/npm/chrome_reader.js "$w/$1.json" 2>&1)
+	begins=$(awk -F, 'NR > 1 && $6 == "begin"' "$w/$1.csv" | wc -l)
+	counters=$(awk -F, 'NR > 1 && $6 == "counter"' "$w/$1.csv" | wc -l)
+	echo "$out" | grep -q "\"slices\":$begins,\"instants\":0,\"counters\":$counters,\"argClashes\":0,\"errors\":0," &&
+		ok "$1: DevTools' model loads $begins slices and $counters counter values, no clash, no error" ||
+		bad "$1: DevTools' model: $(echo "$out" | cut -c1-300)"
+}
+chrome_check demo "$w/demo.nct"
+chrome_check example "$w/example.nct"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 /* the programs, each prefixed with the runner the tests run under
@@ -385,9 +386,9 @@ static void test_bad_files(void **state)
 	f = fopen(bad, "wb");
 	fclose(f);
 	expect_bad(bad, "empty file");
-	/* cut in the middle of a record */
+	/* cut inside the clock-domain record: nothing to read */
 	f = fopen(bad, "wb");
-	fwrite(b, 1, n - 13, f);
+	fwrite(b, 1, NC__TR_FILE_HDR + 100, f);
 	fclose(f);
 	expect_bad(bad, "truncated");
 	/* garbage */
@@ -414,6 +415,160 @@ static void test_bad_files(void **state)
 	free(bad);
 }
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define NC_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define NC_SANITIZED 1
+#endif
+#endif
+
+static void expect_lines(const char *what, int st_want, int st, int lines, const char *word)
+{
+	size_t en;
+	char *e = contents(err_path, &en);
+	if (st != st_want || count_str(e, "\n") != lines || (word && !strstr(e, word)))
+		fail_msg("%s: status %d (want %d), stderr: %s", what, st, st_want, e);
+	free(e);
+}
+
+/* Issue 15's hostile paths through the tool (each failed before: exit 0
+ * on /dev/full, 100+ error lines from demo, a hang on a FIFO, a bare nan
+ * in JSON, the link's target overwritten, a cut trace refused). */
+static void test_hostile_paths(void **state)
+{
+	(void)state;
+	char *good = tmp_path("good"), *w = tmp_path("w"), *w2 = tmp_path("w2");
+	assert_int_equal(run("%s trace demo %s --threads 1 --items 300 --block-bytes 4096", tool, good), 0);
+	/* write errors on standard output */
+	const char *full[] = {"now", "now --json", "info", "check --probes 200 --rounds 1",
+			      "trace stats %s", "trace export --format csv %s", "trace --help"};
+	for (size_t i = 0; i < sizeof(full) / sizeof(full[0]); i++) {
+		char c[256];
+		snprintf(c, sizeof(c), "(%%s %s > /dev/full)", full[i]);
+		char cmd[512];
+		snprintf(cmd, sizeof(cmd), c, tool, good);
+		int st = run("%s", cmd);
+		expect_lines(cmd, 1, st, 1, "write error");
+	}
+	int st = run("(%s trace demo %s --threads 1 --items 10 > /dev/full)", tool, w);
+	expect_lines("trace demo > /dev/full", 1, st, 1, "write error");
+#ifndef NC_SANITIZED
+	/* threads that cannot start (address space for ~8 of 128 stacks): one
+	 * line, exit 1, no hang */
+	st = run("ulimit -v 200000; timeout 60 %s trace demo %s --threads 64 --items 100000", tool, w);
+	expect_lines("demo under ulimit -v", 1, st, 1, "cannot start thread");
+#endif
+	/* a FIFO with no writer: refused at once */
+	unlink(w);
+	assert_int_equal(mkfifo(w, 0600), 0);
+	st = run("timeout 20 %s trace stats %s", tool, w);
+	expect_lines("stats FIFO", 1, st, 1, "not a regular file");
+	st = run("timeout 20 %s trace export --format csv %s", tool, w);
+	expect_lines("export FIFO", 1, st, 1, "not a regular file");
+	/* and as an output with no reader, for demo and export */
+	st = run("timeout 20 %s trace demo %s --items 10", tool, w);
+	expect_lines("demo to a FIFO", 1, st, 1, "no reader");
+	st = run("timeout 20 %s trace export --format csv -o %s %s", tool, w, good);
+	expect_lines("export to a FIFO", 1, st, 1, "no reader");
+	unlink(w);
+	/* -o through a planted link: the target keeps its bytes, the link is
+	 * replaced by the output */
+	FILE *f = fopen(w2, "w");
+	fputs("precious", f);
+	fclose(f);
+	assert_int_equal(symlink(w2, w), 0);
+	assert_int_equal(run("%s trace export --format csv -o %s %s", tool, w, good), 0);
+	size_t n;
+	char *t = contents(w2, &n);
+	assert_string_equal(t, "precious");
+	free(t);
+	struct stat sb;
+	assert_int_equal(lstat(w, &sb), 0);
+	assert_true(S_ISREG(sb.st_mode));
+	t = contents(w, &n);
+	assert_non_null(strstr(t, "file,thread,thread_name"));
+	free(t);
+	unlink(w);
+	assert_int_equal(symlink(w2, w), 0);
+	st = run("%s trace demo %s --items 10", tool, w);
+	expect_lines("demo through a link", 1, st, 1, "symbolic link");
+	t = contents(w2, &n);
+	assert_string_equal(t, "precious");
+	free(t);
+	unlink(w);
+	/* a trace cut short: stats and export of its complete records, exit 5 */
+	unsigned char *b = slurp(good, &n);
+	f = fopen(w, "wb");
+	fwrite(b, 1, n - 13, f);
+	fclose(f);
+	st = run("%s trace stats %s", tool, w);
+	expect_lines("stats of a cut trace", 5, st, 1, "cut short at byte");
+	st = run("%s trace export --format csv %s", tool, w);
+	expect_lines("export of a cut trace", 5, st, 1, "cut short at byte");
+	t = contents(out_path, NULL);
+	assert_true(count_str(t, "\n") > 100);
+	free(t);
+	/* a hostile rate uncertainty: JSON keeps null, never a bare nan */
+	memcpy(b + NC__TR_FILE_HDR + 8 + 40, "\0\0\0\0\0\0\xf8\xff", 8); /* NaN */
+	f = fopen(w, "wb");
+	fwrite(b, 1, n, f);
+	fclose(f);
+	assert_int_equal(run("%s trace stats --json %s", tool, w), 0);
+	t = contents(out_path, NULL);
+	assert_json(t);
+	assert_null(strstr(t, "nan"));
+	assert_non_null(strstr(t, "\"hz_ppm\": null"));
+	free(t);
+	free(b);
+	/* CTF into a directory that holds other files: refused, untouched */
+	unlink(w);
+	assert_int_equal(mkdir(w, 0700), 0);
+	char other[300];
+	snprintf(other, sizeof(other), "%s/notes.txt", w);
+	f = fopen(other, "w");
+	fclose(f);
+	st = run("%s trace export --format ctf -o %s %s", tool, w, good);
+	expect_lines("ctf into a foreign directory", 1, st, 1, "other files");
+	assert_int_equal(access(other, F_OK), 0);
+	unlink(other);
+	/* an earlier export there is replaced */
+	assert_int_equal(run("%s trace export --format ctf -o %s %s", tool, w, good), 0);
+	assert_int_equal(run("%s trace export --format ctf -o %s %s", tool, w, good), 0);
+	assert_int_equal(run("rm -r %s", w), 0);
+	unlink(good);
+	unlink(w2);
+	free(good);
+	free(w);
+	free(w2);
+}
+
+/* --help and -h: usage with every option on stdout, exit 0. */
+static void test_help(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *cmd;
+		const char *opts[10];
+	} h[] = {
+		{"trace", {"stats", "export", "demo", "--format", "-o", "--json", "--threads", NULL}},
+		{"trace stats", {"--json", "--help", NULL}},
+		{"trace export", {"--format", "ctf", "perfetto", "chrome", "csv", "-o", "--help", NULL}},
+		{"trace demo", {"--threads", "--items", "--block-bytes", "--blocks", "--overwrite", "--cputime",
+				"--gseq", "--sync-check", "--help", NULL}},
+	};
+	for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++)
+		for (int k = 0; k < 2; k++) {
+			assert_int_equal(run("%s %s %s", tool, h[i].cmd, k ? "-h" : "--help"), 0);
+			char *o = contents(out_path, NULL);
+			assert_non_null(strstr(o, "usage:"));
+			for (int j = 0; h[i].opts[j]; j++)
+				if (!strstr(o, h[i].opts[j]))
+					fail_msg("%s --help does not list %s", h[i].cmd, h[i].opts[j]);
+			free(o);
+		}
+}
+
 static void test_usage(void **state)
 {
 	(void)state;
@@ -434,6 +589,8 @@ int main(void)
 		cmocka_unit_test(test_example),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_usage),
+		cmocka_unit_test(test_hostile_paths),
+		cmocka_unit_test(test_help),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

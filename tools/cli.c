@@ -487,7 +487,11 @@ int main(int argc, char **argv)
 	case NC_CMD_CHECK: rc = cmd_check(&o.check); break;
 	default: rc = nc_bench_run(&o.bench); break;
 	}
-	fflush(stdout);
+	/* a full disk, /dev/full, a closed pipe: the command failed */
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "nanoclock: standard output: write error\n");
+		return 1;
+	}
 	if (init_rc != 0) {
 		init_error_line(init_rc);
 		return 4;

@@ -37,9 +37,9 @@ VERSION := $(shell sed -n 's/^\#define NC_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9
 # meaning of an exported function.  Adding functions does not change it.
 # CMakeLists.txt reads it here; the Debian package's name carries it
 # (libnanoclock$(SOVERSION): debian/control); scripts/check-version checks both.
-SOVERSION := 0
+SOVERSION := 1
 
-# MODE=debug: the library's internal checks compiled in (src/debug.c),
+# MODE=debug: the library's internal checks compiled in (src/base/debug.c),
 # every read handed to the library to be checked, reports through the log
 # hook.  MODE=release (default): none of that.
 MODE ?= release
@@ -272,12 +272,12 @@ FUZZ_FLAGS := -std=gnu11 -Iinclude -Isrc -D_GNU_SOURCE -g -O1 $(WARN) -Werror \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_BIN := build/fuzz/fuzz_hz build/fuzz/fuzz_env build/fuzz/fuzz_cli
 fuzz: $(FUZZ_BIN)
-build/fuzz/fuzz_hz: fuzz/fuzz_hz.c fuzz/fuzz_util.h src/env.c src/internal.h
+build/fuzz/fuzz_hz: fuzz/fuzz_hz.c fuzz/fuzz_util.h src/base/config.c src/base/config.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_hz.c src/env.c -lm
-build/fuzz/fuzz_env: fuzz/fuzz_env.c fuzz/fuzz_util.h src/env.c src/internal.h
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_hz.c src/base/config.c -lm
+build/fuzz/fuzz_env: fuzz/fuzz_env.c fuzz/fuzz_util.h src/base/config.c src/base/config.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_env.c src/env.c -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_env.c src/base/config.c -lm
 build/fuzz/fuzz_cli: fuzz/fuzz_cli.c fuzz/fuzz_util.h tools/opts.c tools/opts.h tools/args.c \
 		tools/args.h tools/bench_opts.c bench/bench.h
 	@mkdir -p $(dir $@)

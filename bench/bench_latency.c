@@ -14,7 +14,7 @@
  * interrupt (the CPU left the thread without a context switch), counted
  * apart too.  10 us is 5x the target for a refresh's own cost (2 us),
  * which is measured here as well — by forcing re-ties of nc_unix_ns
- * (nc__wall_clock_was_set: what the upkeep thread does when the system
+ * (nc_unix_retie: what the upkeep thread does when the system
  * clock is set: the lock, the two brackets of a tie — counter around
  * CLOCK_MONOTONIC, MONOTONIC around REALTIME — and the decision; with no
  * set to follow it publishes nothing, and a publication is a few stores)
@@ -36,7 +36,6 @@
 #include <time.h>
 
 /* internal (src/wall.c), reachable because the tool links the static library */
-void nc__wall_clock_was_set(void);
 
 #define BATCH 10000
 #define EXACT 2048
@@ -186,7 +185,7 @@ int nc_bench_latency(long long calls)
 	/* a refresh's own cost: 1000 forced re-ties of Unix time */
 	for (int i = 0; i < 1000; i++) {
 		uint64_t a = nc_ticks_begin();
-		nc__wall_clock_was_set();
+		nc_unix_retie();
 		uint64_t b = nc_ticks_end();
 		refresh[i] = (double)(b - a) * tick_ns;
 	}

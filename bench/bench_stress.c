@@ -21,7 +21,7 @@
  * Meanwhile one more thread disturbs the library (a 1 us sleep between
  * rounds: every few tens of us) as the
  * upkeep thread would on a clock set (a forced re-tie of Unix time,
- * nc__wall_clock_was_set) and as nc_get_unix_status does (a look, which
+ * nc_unix_retie) and as nc_get_unix_status does (a look, which
  * may re-tie): that is how a re-tie that started below values already
  * handed out was found.
  * Exit status 0 when no clock went backwards.
@@ -38,7 +38,6 @@
 #include <time.h>
 
 /* internal (src/wall.c), reachable because the tool links the static library */
-void nc__wall_clock_was_set(void);
 
 enum { C_NOW, C_UNIX, C_BEGIN, C_END, NCLK };
 static const char *const clk_name[NCLK] = {"nc_now_ns", "nc_unix_ns", "nc_ticks_begin",
@@ -135,7 +134,7 @@ static void *disturber(void *arg)
 	(void)arg;
 	struct timespec ts = {0, 1000};
 	while (!__atomic_load_n(&st.stop, __ATOMIC_RELAXED)) {
-		nc__wall_clock_was_set();
+		nc_unix_retie();
 		struct nc_unix_status u;
 		nc_get_unix_status(&u);
 		disturbances++;

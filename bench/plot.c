@@ -25,7 +25,7 @@
  * redraws.  The figures are also printed.
  */
 #include "bench.h"
-#include "../src/internal.h"
+#include "../src/rate/rate.h" /* the calibration itself, at several windows */
 
 #include <errno.h>
 #include <math.h>

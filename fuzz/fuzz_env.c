@@ -7,7 +7,7 @@
  * calibration target (nc_set_calibration_target) as init would pass it.
  * Invariants: every setting ends in its range (a refused value keeps the
  * default), every reason is one terminated printable line. */
-#include "internal.h"
+#include "base/config.h"
 #include "fuzz_util.h"
 
 #include <math.h>

@@ -4,7 +4,7 @@
  * library uses).  Invariants: the result is 0 or NC_EINVAL/NC_ERANGE; an
  * accepted value is finite and in range, a refused one leaves the output
  * untouched and says why on one line. */
-#include "internal.h"
+#include "base/config.h"
 #include "fuzz_util.h"
 
 #include <math.h>

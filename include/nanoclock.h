@@ -18,7 +18,7 @@
 
 /* The version: the one place it is written (the Makefile reads it here). */
 #define NC_VERSION_MAJOR 0
-#define NC_VERSION_MINOR 2
+#define NC_VERSION_MINOR 3
 #define NC_VERSION_PATCH 0
 #define NC_VERSION_NUMBER (NC_VERSION_MAJOR * 10000 + NC_VERSION_MINOR * 100 + NC_VERSION_PATCH)
 
@@ -144,6 +144,12 @@ NC_API int nc_get_unix_status(struct nc_unix_status *st);
 
 /* The tie's refresh period: 1 ms .. 60 s (default 1 s).  0, NC_ERANGE. */
 NC_API int nc_set_unix_refresh_ms(double ms);
+
+/* Tie Unix time to the system clock again now, as the upkeep thread does
+ * when the clock is set: a step of the system clock is followed as a step
+ * at once.  For a program that sets the clock itself, or learns that it
+ * was set, without the upkeep thread.  0. */
+NC_API int nc_unix_retie(void);
 
 /* An optional helper thread that keeps the ties fresh, so that readers
  * rarely refresh them, and follows a step of the system clock within

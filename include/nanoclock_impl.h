@@ -11,12 +11,16 @@
  * includes this file, reserves every name containing "__"), and the helper
  * macros are undefined again at the end.
  *
- * Shared state: one 64-byte line per timeline, read, never written, by the
- * fast path.  Each line is a sequence lock (seqlock): the rare writer
- * (initialisation and the periodic refresh in src/timeline.c and src/wall.c) makes seq odd,
- * rewrites the fields and makes seq even again; a reader that sees an odd
- * or changed seq, or a counter value outside the line's epoch, calls into
- * the library, which never blocks it for long (see src/timeline.c).
+ * Shared state: one latch per timeline, read, never written, by the fast
+ * path.  A latch (Linux's raw_write_seqcount_latch) holds two copies of
+ * the timeline's parameters and a sequence word whose low bit says which
+ * copy readers use.  The rare writer (initialisation and the periodic
+ * refresh, src/clock/) moves readers to the other copy, rewrites the one
+ * they left, moves them back and rewrites the second: a reader always
+ * finds a stable copy, even one that interrupted the writer (a signal
+ * handler), so no read ever waits.  A reader that sees the sequence word
+ * change while it read, or a counter value outside the copy's epoch,
+ * calls into the library, which never waits either (see src/clock/timeline.c).
  */
 #ifndef NANOCLOCK_IMPL_H
 #define NANOCLOCK_IMPL_H
@@ -37,14 +41,13 @@ extern "C" {
 #define NC_IMPL_KIND_RDTIME 6   /* RISC-V rdtime, ordered with fence */
 #define NC_IMPL_KIND_CALL 7     /* through a function: OS clock, own counter */
 
-/* One timeline.  For counter values t with t - t0 < len (unsigned), its
- * value is c0 + floor(t * (mul_int + mul_frac / 2^64)) modulo 2^64: the
- * absolute form saves the subtraction of t0 on the path from the counter
- * read to the result.  Any other t (past the end, or behind the start),
- * an odd or changed seq, or len == 0 (the counter is not read inline)
- * sends the reader into the library. */
-struct nc_impl_line {
-	uint64_t seq;      /* odd while being rewritten */
+/* One copy of a timeline.  For counter values t with t - t0 < len
+ * (unsigned), its value is c0 + floor(t * (mul_int + mul_frac / 2^64))
+ * modulo 2^64: the absolute form saves the subtraction of t0 on the path
+ * from the counter read to the result.  Any other t (past the end, or
+ * behind the start), or len == 0 (the counter is not read inline) sends
+ * the reader into the library. */
+struct nc_impl_copy {
 	uint64_t kind;     /* NC_IMPL_KIND_*: how the counter is read */
 	uint64_t t0;       /* first counter value of the epoch */
 	uint64_t len;      /* epoch length in ticks (0: not inline) */
@@ -55,16 +58,28 @@ struct nc_impl_line {
 			      when the counter is not read inline) */
 };
 
-struct nc_impl_state {
-	struct nc_impl_line now;  /* nc_now_ns; its kind also serves nc_ticks* */
-	struct nc_impl_line wall; /* nc_unix_ns */
-	/* interval conversion (nc_ticks_to_ns), on a line of its own */
-	uint64_t conv_fast;  /* ns per tick in units of 2^-64 when below 1
+/* A timeline's latch: 128 bytes; the sequence word and copy 0 (the one
+ * readers use between writes) share the first cache line. */
+struct nc_impl_line {
+	uint64_t seq;                /* bit 0: the copy readers use */
+	struct nc_impl_copy copy[2];
+	uint64_t reserved;
+};
+
+/* Interval conversion (nc_ticks_to_ns): ns per tick as 64.64, latched. */
+struct nc_impl_conv {
+	uint64_t fast;       /* ns per tick in units of 2^-64 when below 1 ns
 				(counters faster than 1 GHz): one word, read
-				without the seqlock; 0: use the next three */
-	uint64_t conv_seq;
-	uint64_t conv_int, conv_frac; /* ns per tick, 64.64, under conv_seq */
-	uint64_t reserved[4];
+				without the latch; 0: use the copies */
+	uint64_t seq;        /* bit 0: the copy readers use */
+	uint64_t ns_int[2], ns_frac[2];
+	uint64_t reserved[2];
+};
+
+struct nc_impl_state {
+	struct nc_impl_line now;  /* nc_now_ns; copy[0].kind also serves nc_ticks* */
+	struct nc_impl_line wall; /* nc_unix_ns */
+	struct nc_impl_conv conv;
 } __attribute__((aligned(64)));
 
 #ifdef __cplusplus
@@ -72,11 +87,15 @@ struct nc_impl_state {
 #else
 #define NC_IMPL_STATIC_ASSERT(c, m) _Static_assert(c, m)
 #endif
-NC_IMPL_STATIC_ASSERT(sizeof(struct nc_impl_line) == 64, "nanoclock ABI: a line is 64 bytes");
-NC_IMPL_STATIC_ASSERT(sizeof(struct nc_impl_state) == 192, "nanoclock ABI: the state is 192 bytes");
-NC_IMPL_STATIC_ASSERT(__builtin_offsetof(struct nc_impl_state, wall) == 64 &&
-			      __builtin_offsetof(struct nc_impl_state, conv_fast) == 128 &&
-			      __builtin_offsetof(struct nc_impl_line, mul_frac) == 48,
+NC_IMPL_STATIC_ASSERT(sizeof(struct nc_impl_copy) == 56, "nanoclock ABI: a copy is 56 bytes");
+NC_IMPL_STATIC_ASSERT(sizeof(struct nc_impl_line) == 128, "nanoclock ABI: a line is 128 bytes");
+NC_IMPL_STATIC_ASSERT(sizeof(struct nc_impl_conv) == 64, "nanoclock ABI: the conversion is 64 bytes");
+NC_IMPL_STATIC_ASSERT(sizeof(struct nc_impl_state) == 320, "nanoclock ABI: the state is 320 bytes");
+NC_IMPL_STATIC_ASSERT(__builtin_offsetof(struct nc_impl_state, wall) == 128 &&
+			      __builtin_offsetof(struct nc_impl_state, conv) == 256 &&
+			      __builtin_offsetof(struct nc_impl_line, copy) == 8 &&
+			      __builtin_offsetof(struct nc_impl_copy, mul_frac) == 40 &&
+			      __builtin_offsetof(struct nc_impl_conv, ns_frac) == 32,
 		      "nanoclock ABI: field offsets");
 
 NC_API extern struct nc_impl_state nc_impl_g;
@@ -91,10 +110,11 @@ NC_API uint64_t nc_impl_ticks_to_ns_slow(uint64_t ticks);
 #define NC_IMPL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define NC_IMPL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-/* Seqlock reads: relaxed loads of the fields, then an acquire fence before
- * seq is loaded again; it pairs with the release fence the writer issues
- * after making seq odd (nc__publish_line in src/timeline.c), so a reader that saw
- * any new field value also sees the odd or new seq.  ThreadSanitizer does
+/* Latch reads: an acquire load of seq picks the copy; relaxed loads of
+ * its fields, then an acquire fence before seq is loaded again.  The fence
+ * pairs with the release fence the writer issues after each change of seq
+ * (src/base/latch.c), so a reader that saw any field the writer rewrote
+ * also sees seq changed, and goes to the library.  ThreadSanitizer does
  * not model fences: under it every load is an acquire instead, which gives
  * the same guarantee in a form it checks. */
 #if defined(__SANITIZE_THREAD__)
@@ -152,8 +172,8 @@ static inline uint64_t nc_impl_scale(uint64_t d, uint64_t i, uint64_t f)
 /* ---- the counter instructions, per architecture ----
  * nc_impl_hw(k): the counter of kind k is read inline here.
  * nc_impl_raw(k): unordered read.  nc_impl_fenced(k): ordered on both
- * sides.  nc_impl_after(l, &t): t taken after every earlier instruction
- * (loads included) completed; 0 if the line's counter is not inline. */
+ * sides.  nc_impl_after(c, &t): t taken after every earlier instruction
+ * (loads included) completed; 0 if the copy's counter is not inline. */
 #if defined(__x86_64__) || defined(__i386__)
 static inline int nc_impl_hw(uint64_t k)
 {
@@ -187,10 +207,10 @@ static inline uint64_t nc_impl_fenced_end(uint64_t k)
  * predicted branch.  Where the TSC is not used (not selected, or disabled
  * for the thread with PR_SET_TSC) the branch goes the other way and a
  * faulting RDTSC on the wrong path is discarded, never delivered. */
-static inline int nc_impl_after(const struct nc_impl_line *l, uint64_t *t)
+static inline int nc_impl_after(const struct nc_impl_copy *c, uint64_t *t)
 {
 	__asm__ __volatile__("lfence" : : : "memory");
-	uint64_t k = NC_IMPL_LD(l->kind);
+	uint64_t k = NC_IMPL_LD(c->kind);
 	if (NC_IMPL_LIKELY(nc_impl_hw(k))) {
 		*t = nc_impl_raw(k);
 		return 1;
@@ -221,9 +241,9 @@ static inline uint64_t nc_impl_fenced(uint64_t k)
 	return v;
 }
 static inline uint64_t nc_impl_fenced_end(uint64_t k) { return nc_impl_fenced(k); }
-static inline int nc_impl_after(const struct nc_impl_line *l, uint64_t *t)
+static inline int nc_impl_after(const struct nc_impl_copy *c, uint64_t *t)
 {
-	uint64_t k = NC_IMPL_LD(l->kind), v;
+	uint64_t k = NC_IMPL_LD(c->kind), v;
 	if (NC_IMPL_LIKELY(k == NC_IMPL_KIND_CNTVCT)) {
 		__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r"(v) : : "memory");
 	} else if (k == NC_IMPL_KIND_CNTVCTSS) {
@@ -251,10 +271,10 @@ static inline uint64_t nc_impl_fenced(uint64_t k)
 	return v;
 }
 static inline uint64_t nc_impl_fenced_end(uint64_t k) { return nc_impl_fenced(k); }
-static inline int nc_impl_after(const struct nc_impl_line *l, uint64_t *t)
+static inline int nc_impl_after(const struct nc_impl_copy *c, uint64_t *t)
 {
 	uint64_t v;
-	if (NC_IMPL_UNLIKELY(!nc_impl_hw(NC_IMPL_LD(l->kind))))
+	if (NC_IMPL_UNLIKELY(!nc_impl_hw(NC_IMPL_LD(c->kind))))
 		return 0;
 	__asm__ __volatile__("isync\n\tmfspr %0, 268" : "=r"(v) : : "memory");
 	*t = v;
@@ -277,10 +297,10 @@ static inline uint64_t nc_impl_fenced(uint64_t k)
 	return v;
 }
 static inline uint64_t nc_impl_fenced_end(uint64_t k) { return nc_impl_fenced(k); }
-static inline int nc_impl_after(const struct nc_impl_line *l, uint64_t *t)
+static inline int nc_impl_after(const struct nc_impl_copy *c, uint64_t *t)
 {
 	uint64_t v;
-	if (NC_IMPL_UNLIKELY(!nc_impl_hw(NC_IMPL_LD(l->kind))))
+	if (NC_IMPL_UNLIKELY(!nc_impl_hw(NC_IMPL_LD(c->kind))))
 		return 0;
 	__asm__ __volatile__("fence iorw, iorw\n\trdtime %0" : "=r"(v) : : "memory");
 	*t = v;
@@ -292,23 +312,27 @@ static inline int nc_impl_hw(uint64_t k) { return (void)k, 0; }
 static inline uint64_t nc_impl_raw(uint64_t k) { return (void)k, 0; }
 static inline uint64_t nc_impl_fenced(uint64_t k) { return (void)k, 0; }
 static inline uint64_t nc_impl_fenced_end(uint64_t k) { return (void)k, 0; }
-static inline int nc_impl_after(const struct nc_impl_line *l, uint64_t *t)
+static inline int nc_impl_after(const struct nc_impl_copy *c, uint64_t *t)
 {
-	(void)l;
+	(void)c;
 	(void)t;
 	return 0;
 }
 #endif
 
-/* The value of line l at counter value t, if t lies in its epoch and the
- * line was stable while read. */
-static inline int nc_impl_value(const struct nc_impl_line *l, uint64_t t, uint64_t *v)
+/* The value of line l now, read inline, if the counter is read inline, its
+ * value lies in the epoch of the copy the latch points to, and no write
+ * completed while it was read. */
+static inline int nc_impl_read(const struct nc_impl_line *l, uint64_t *v)
 {
-	uint64_t s = __atomic_load_n(&l->seq, __ATOMIC_ACQUIRE);
-	uint64_t t0 = NC_IMPL_LD(l->t0), len = NC_IMPL_LD(l->len), c0 = NC_IMPL_LD(l->c0);
-	uint64_t mi = NC_IMPL_LD(l->mul_int), mf = NC_IMPL_LD(l->mul_frac), lo;
-	NC_IMPL_RFENCE(); /* pairs with the writer's release fence after seq turns odd */
-	if (NC_IMPL_UNLIKELY((s & 1) | (s ^ NC_IMPL_LD(l->seq))))
+	uint64_t s = __atomic_load_n(&l->seq, __ATOMIC_ACQUIRE), t, lo;
+	const struct nc_impl_copy *c = &l->copy[s & 1];
+	if (NC_IMPL_UNLIKELY(!nc_impl_after(c, &t)))
+		return 0;
+	uint64_t t0 = NC_IMPL_LD(c->t0), len = NC_IMPL_LD(c->len), c0 = NC_IMPL_LD(c->c0);
+	uint64_t mi = NC_IMPL_LD(c->mul_int), mf = NC_IMPL_LD(c->mul_frac);
+	NC_IMPL_RFENCE(); /* pairs with the writer's release fence after it changed seq */
+	if (NC_IMPL_UNLIKELY(s != NC_IMPL_LD(l->seq)))
 		return 0;
 	if (NC_IMPL_UNLIKELY(t - t0 >= len))
 		return 0;
@@ -324,7 +348,7 @@ static inline int nc_impl_value(const struct nc_impl_line *l, uint64_t t, uint64
 
 static inline uint64_t nc_ticks(void)
 {
-	uint64_t k = NC_IMPL_LD(nc_impl_g.now.kind);
+	uint64_t k = NC_IMPL_LD(nc_impl_g.now.copy[0].kind);
 	if (NC_IMPL_LIKELY(nc_impl_hw(k)))
 		return nc_impl_raw(k);
 	return nc_impl_ticks_slow(0);
@@ -332,7 +356,7 @@ static inline uint64_t nc_ticks(void)
 
 static inline uint64_t nc_ticks_begin(void)
 {
-	uint64_t k = NC_IMPL_LD(nc_impl_g.now.kind);
+	uint64_t k = NC_IMPL_LD(nc_impl_g.now.copy[0].kind);
 	if (NC_IMPL_LIKELY(nc_impl_hw(k)))
 		return nc_impl_fenced(k);
 	return nc_impl_ticks_slow(1);
@@ -342,7 +366,7 @@ static inline uint64_t nc_ticks_begin(void)
  * LFENCE after it holds back later code), else the same as begin. */
 static inline uint64_t nc_ticks_end(void)
 {
-	uint64_t k = NC_IMPL_LD(nc_impl_g.now.kind);
+	uint64_t k = NC_IMPL_LD(nc_impl_g.now.copy[0].kind);
 	if (NC_IMPL_LIKELY(nc_impl_hw(k)))
 		return nc_impl_fenced_end(k);
 	return nc_impl_ticks_slow(2);
@@ -350,18 +374,16 @@ static inline uint64_t nc_ticks_end(void)
 
 static inline uint64_t nc_now_ns(void)
 {
-	uint64_t t, v;
-	if (NC_IMPL_LIKELY(nc_impl_after(&nc_impl_g.now, &t)) &&
-	    NC_IMPL_LIKELY(nc_impl_value(&nc_impl_g.now, t, &v)))
+	uint64_t v;
+	if (NC_IMPL_LIKELY(nc_impl_read(&nc_impl_g.now, &v)))
 		return v;
 	return nc_impl_now_slow();
 }
 
 static inline int64_t nc_unix_ns(void)
 {
-	uint64_t t, v;
-	if (NC_IMPL_LIKELY(nc_impl_after(&nc_impl_g.wall, &t)) &&
-	    NC_IMPL_LIKELY(nc_impl_value(&nc_impl_g.wall, t, &v)))
+	uint64_t v;
+	if (NC_IMPL_LIKELY(nc_impl_read(&nc_impl_g.wall, &v)))
 		return (int64_t)v;
 	return nc_impl_unix_slow();
 }
@@ -379,13 +401,13 @@ static inline uint64_t nc_conv_ns_to_ticks(const nc_conv_t *c, uint64_t ns)
 static inline uint64_t nc_ticks_to_ns(uint64_t ticks)
 {
 	/* one word for counters faster than 1 GHz: always consistent */
-	uint64_t f = NC_IMPL_LD(nc_impl_g.conv_fast);
+	uint64_t f = NC_IMPL_LD(nc_impl_g.conv.fast);
 	if (NC_IMPL_LIKELY(f != 0))
 		return nc_impl_frac_round(ticks, f);
-	uint64_t s = __atomic_load_n(&nc_impl_g.conv_seq, __ATOMIC_ACQUIRE);
-	uint64_t ci = NC_IMPL_LD(nc_impl_g.conv_int), cf = NC_IMPL_LD(nc_impl_g.conv_frac);
-	NC_IMPL_RFENCE(); /* pairs with the writer's release fence (publish_conv) */
-	if (NC_IMPL_UNLIKELY((s & 1) | (s ^ NC_IMPL_LD(nc_impl_g.conv_seq))))
+	uint64_t s = __atomic_load_n(&nc_impl_g.conv.seq, __ATOMIC_ACQUIRE);
+	uint64_t ci = NC_IMPL_LD(nc_impl_g.conv.ns_int[s & 1]), cf = NC_IMPL_LD(nc_impl_g.conv.ns_frac[s & 1]);
+	NC_IMPL_RFENCE(); /* pairs with the writer's release fence (src/base/latch.c) */
+	if (NC_IMPL_UNLIKELY(s != NC_IMPL_LD(nc_impl_g.conv.seq) || (ci | cf) == 0))
 		return nc_impl_ticks_to_ns_slow(ticks);
 	return nc_impl_scale(ticks, ci, cf);
 }

@@ -103,6 +103,11 @@ struct nc_info {
 	struct nc_unix_status unix_status; /* as nc_get_unix_status() */
 	double unix_refresh_ms;   /* the tie's refresh period */
 	int upkeep_running;       /* the upkeep thread runs in this process */
+	char upkeep_note[128];    /* its degraded mode, or why it could not start ("" when
+				     none): e.g. no timerfd (seccomp, no descriptors left), so
+				     a set of the system clock is seen within a period, not at once */
+	char env_ignored[160];    /* NANOCLOCK_* variables set but ignored: the program runs
+				     with raised privileges (setuid, setgid, capabilities) */
 	double calib_target_ppm;  /* the first calibration's goal ... */
 	double calib_max_ms;      /* ... and its cap */
 	char calib_status[128];   /* a refused NANOCLOCK_CALIB_*, NANOCLOCK_UNIX_REFRESH_MS or

@@ -140,7 +140,7 @@ static void test_inline_reads(void **state)
 	(void)state;
 	struct nc_info in;
 	nc_get_info(&in);
-	uint64_t k = __atomic_load_n(&nc_impl_g.now.kind, __ATOMIC_RELAXED);
+	uint64_t k = __atomic_load_n(&nc_impl_g.now.copy[0].kind, __ATOMIC_RELAXED);
 	long before = nc__slow_calls;
 	uint64_t acc = 0;
 	for (int i = 0; i < 100000; i++)

@@ -18,9 +18,12 @@
 #include <string.h>
 #include <unistd.h>
 
+static volatile int reading; /* a read of the clock is under way on this thread */
+
 struct seen {
 	int n, errors, warnings, selected, rate, reentered;
-	char last[NC_LOG_MSGLEN];
+	char last[224];
+	int in_read; /* calls that came while a read was running */
 };
 static struct seen seen;
 
@@ -33,6 +36,7 @@ static void collect(void *ctx, int level, const char *msg)
 	s->selected += strstr(msg, "selected") != NULL;
 	s->rate += strstr(msg, "rate ") == msg;
 	snprintf(s->last, sizeof(s->last), "%s", msg);
+	s->in_read += reading;
 	if (level == NC_LOG_ERROR)
 		fprintf(stderr, "report: %s\n", msg);
 	/* calling back into the library from the hook must not deadlock */
@@ -65,7 +69,7 @@ static void use_everything(void)
 	nc_get_info(&in);
 	struct nc_unix_status st;
 	nc_get_unix_status(&st);
-	nc__wall_clock_was_set();
+	nc_unix_retie();
 }
 
 static void child_silent(const char *arg)
@@ -89,7 +93,7 @@ static void child_hook(const char *arg)
 	/* turned off: nothing more */
 	CHECK(nc_set_log(NULL, NULL, 0) == 0);
 	int before = seen.n;
-	nc__wall_clock_was_set();
+	nc_unix_retie();
 	(void)nc_now_ns();
 	CHECK(seen.n == before);
 }
@@ -109,6 +113,56 @@ static void child_warning(const char *arg)
 
 static void stderr_init(void) { use_everything(); }
 
+/* Reads never call the application's function (they may run in a signal
+ * handler): what a refresh made by a read reports waits for the next call
+ * that is not a read. */
+static void child_reads_never_deliver(const char *arg)
+{
+	(void)arg;
+	CHECK(nc_set_log(collect, &seen, NC_LOG_DEBUG) == 0);
+	nc_init();
+	CHECK(nc_set_unix_refresh_ms(1) == 0);
+	int before = seen.n;
+	for (int i = 0; i < 200; i++) {
+		usleep(2000); /* every read below finds its tie overdue and refreshes it */
+		reading = 1;
+		(void)nc_unix_ns();
+		(void)nc_now_ns();
+		reading = 0;
+	}
+	CHECK(seen.in_read == 0);
+	CHECK(seen.n == before); /* nothing delivered yet ... */
+	CHECK(nc__log_pending());
+	struct nc_unix_status st;
+	nc_get_unix_status(&st); /* ... until a call that is not a read */
+	CHECK(seen.n > before);
+	CHECK(!nc__log_pending());
+}
+
+/* Capturing copies the arguments by their conversions; delivery formats
+ * them: the text is what printf would have made. */
+static void test_capture_format(void **state)
+{
+	(void)state;
+	char out[224], want[224];
+	char stack[16] = "on the stack";
+	nc__log_format_test(out, sizeof(out), "%s %d %u %ld %lld %llu %zu %x %%", stack, -3, 4u, -5L,
+			    -6LL, 7ULL, (size_t)8, 255u);
+	snprintf(want, sizeof(want), "%s %d %u %ld %lld %llu %zu %x %%", stack, -3, 4u, -5L, -6LL,
+		 7ULL, (size_t)8, 255u);
+	assert_string_equal(out, want);
+	nc__log_format_test(out, sizeof(out), "%.3f %+.1f %g %5.2e %c|%p", 3.14159, -2.25, 1e-9,
+			    12345.678, 'z', (void *)out);
+	snprintf(want, sizeof(want), "%.3f %+.1f %g %5.2e %c|%p", 3.14159, -2.25, 1e-9, 12345.678,
+		 'z', (void *)out);
+	assert_string_equal(out, want);
+	stack[0] = 'X'; /* copied when captured, not referenced */
+	nc__log_format_test(out, sizeof(out), "%.150s|%*d|%-6s|", "abc", 4, 7, "ab");
+	assert_string_equal(out, "abc|   7|ab    |");
+	nc__log_format_test(out, 8, "%s", "a long string cut to the buffer");
+	assert_string_equal(out, "a long ");
+}
+
 static void child_env_stderr(const char *arg)
 {
 	(void)arg;
@@ -126,6 +180,7 @@ static const struct child_case cases[] = {
 	{"hook", child_hook, NULL, NULL, NULL},
 	{"warning_level", child_warning, NULL, NULL, "1k"},
 	{"env_stderr", child_env_stderr, NULL, NULL, NULL},
+	{"reads_never_deliver", child_reads_never_deliver, NULL, NULL, NULL},
 };
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
 
@@ -134,7 +189,8 @@ int main(int argc, char **argv)
 	int rc = child_main(argc, argv, cases, NCASES);
 	if (rc >= 0)
 		return rc;
-	struct CMUnitTest tests[NCASES];
+	struct CMUnitTest tests[NCASES + 1];
 	child_tests(tests, cases, NCASES);
-	return _cmocka_run_group_tests("test_log", tests, NCASES, NULL, NULL);
+	tests[NCASES] = (struct CMUnitTest)cmocka_unit_test(test_capture_format);
+	return _cmocka_run_group_tests("test_log", tests, NCASES + 1, NULL, NULL);
 }

@@ -144,8 +144,10 @@ static void freq_case(void)
 		if (e > st.tie_error_ns + hw) {
 			outside++;
 			if (outside <= 3)
-				fprintf(stderr, "  at %.3f s: off %.0f ns, stated %.0f + %.0f ns\n",
-					(double)now / 1e9, e, st.tie_error_ns, hw);
+				fprintf(stderr, "  at %.6f s (change at %.6f s): off %.0f ns, stated %.0f + %.0f "
+					"ns (tie %.6f s old, +-%.0f ns, %u ties)\n", (double)now / 1e9,
+					(double)changed / 1e9, e, st.tie_error_ns, hw, st.tie_age_s,
+					st.tie_halfwidth_ns, st.refreshes);
 		}
 		if (e > worst) {
 			worst = e;

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "internal.h"
+#include "nanoclock_trace.h"
 #include "child.h"
 
 #include <dirent.h>
@@ -144,7 +145,7 @@ static void handler_case(const char *arg)
 		if ((loops & 63) == 0) {
 			/* a re-tie (what the upkeep thread does when the clock is
 			 * set) and a look at the counter, both under the lock */
-			nc__wall_clock_was_set();
+			nc_unix_retie();
 			CHECK(nc_get_unix_status(&st) == 0);
 			seen_steps = st.steps;
 			u = nc_unix_ns();

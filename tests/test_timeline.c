@@ -137,7 +137,7 @@ static void child_set_notice(const char *arg)
 	live(3e9, 10e6, 1e9);
 	w.T += 300e6; /* mid-epoch */
 	world_real_step(-2e9L);
-	nc__wall_clock_was_set();
+	nc_unix_retie();
 	int64_t u = nc_unix_ns(), real = (int64_t)world_real();
 	CHECK(llabs(u - real) < 2000); /* followed at once */
 	R.last_unix = u;
@@ -148,7 +148,7 @@ static void child_set_notice(const char *arg)
 		w.T += 1e6;
 		if (i == 100)
 			world_real_step(-5000L);
-		nc__wall_clock_was_set();
+		nc_unix_retie();
 		int64_t v = nc_unix_ns();
 		real = (int64_t)world_real();
 		CHECK(llabs(v - real) < 2000);
@@ -403,7 +403,7 @@ static void test_utc_decode(void **state)
 {
 	(void)state;
 	struct nc_unix_status st;
-	struct nc__kclock synced = {TIME_OK, STA_PLL, 1500, 40, 37, 12.5, 10000, 10000};
+	struct nc__kclock synced = {TIME_OK, STA_PLL, 1500, 40, 37, 12.5, 10000, 10000, 0, 0};
 	memset(&st, 0, sizeof(st));
 	nc__utc_decode(&synced, 1, 30, &st);
 	assert_int_equal(st.synchronised, 1);
@@ -411,20 +411,20 @@ static void test_utc_decode(void **state)
 	assert_int_equal(st.tai_offset_s, 37);
 	assert_int_equal(st.leap_pending, 0);
 	assert_true(st.kernel_freq_ppm == 12.5);
-	struct nc__kclock leap = {TIME_INS, STA_PLL | STA_INS, 800, 20, 37, 0, 10000, 10000};
+	struct nc__kclock leap = {TIME_INS, STA_PLL | STA_INS, 800, 20, 37, 0, 10000, 10000, 0, 0};
 	nc__utc_decode(&leap, 1, 30, &st);
 	assert_int_equal(st.leap_pending, 1);
 	assert_int_equal(st.kernel_state, TIME_INS);
 	assert_int_equal(st.synchronised, 1);
-	struct nc__kclock del = {TIME_DEL, STA_DEL, 800, 20, 37, 0, 10000, 10000};
+	struct nc__kclock del = {TIME_DEL, STA_DEL, 800, 20, 37, 0, 10000, 10000, 0, 0};
 	nc__utc_decode(&del, 1, 30, &st);
 	assert_int_equal(st.leap_pending, -1);
-	struct nc__kclock unsync = {TIME_ERROR, STA_UNSYNC, 16000000, 16000000, 0, 0, 10000, 10000};
+	struct nc__kclock unsync = {TIME_ERROR, STA_UNSYNC, 16000000, 16000000, 0, 0, 10000, 10000, 0, 0};
 	nc__utc_decode(&unsync, 1, 30, &st);
 	assert_int_equal(st.synchronised, 0);
 	assert_true(st.utc_error_ns < 0);
 	assert_non_null(strstr(st.why, "STA_UNSYNC"));
-	struct nc__kclock saturated = {TIME_OK, 0, 16000000, 0, 0, 0, 10000, 10000};
+	struct nc__kclock saturated = {TIME_OK, 0, 16000000, 0, 0, 0, 10000, 10000, 0, 0};
 	nc__utc_decode(&saturated, 1, 30, &st);
 	assert_int_equal(st.synchronised, 0);
 	nc__utc_decode(&synced, 0, 30, &st);

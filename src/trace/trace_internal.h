@@ -5,7 +5,16 @@
 #ifndef NC_TRACE_INTERNAL_H
 #define NC_TRACE_INTERNAL_H
 
-#include "internal.h"
+#include "../base/compiler.h"
+#include "../base/config.h"
+#include "../base/refclock.h"
+#include "../rate/rate.h"
+#include "nanoclock_info.h"
+#include "nanoclock_sync.h"
+#include "nanoclock_trace.h"
+
+#include <stddef.h>
+#include <stdint.h>
 
 /* ---- event traces (nanoclock_trace.h, docs/trace-format.md) ----
  * session.c: sessions, registration, the file; write.c: the append slow

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* What every file of the library uses: visibility, branch hints, and the
+ * one place that tells whether ThreadSanitizer is watching. */
+#ifndef NC_BASE_COMPILER_H
+#define NC_BASE_COMPILER_H
+
+#include "nanoclock.h"
+
+#define NC_HIDDEN __attribute__((visibility("hidden")))
+#define NC_LIKELY(x) __builtin_expect(!!(x), 1)
+#define NC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ThreadSanitizer does not model fences: under it the latch's writer
+ * stores with release and its readers load with acquire instead (the same
+ * guarantee, in a form it checks).  gcc says so with __SANITIZE_THREAD__,
+ * clang with __has_feature. */
+#if defined(__SANITIZE_THREAD__)
+#define NC_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define NC_TSAN 1
+#endif
+#endif
+#ifdef NC_TSAN
+#define NC_LD_ORDER __ATOMIC_ACQUIRE
+#define NC_ST_ORDER __ATOMIC_RELEASE
+#define NC_RFENCE() ((void)0)
+#define NC_WFENCE() ((void)0)
+#else
+#define NC_LD_ORDER __ATOMIC_RELAXED
+#define NC_ST_ORDER __ATOMIC_RELAXED
+#define NC_RFENCE() __atomic_thread_fence(__ATOMIC_ACQUIRE)
+#define NC_WFENCE() __atomic_thread_fence(__ATOMIC_RELEASE)
+#endif
+#define NC_LD(lv) __atomic_load_n(&(lv), NC_LD_ORDER)
+#define NC_ST(lv, v) __atomic_store_n(&(lv), (v), NC_ST_ORDER)
+
+#endif

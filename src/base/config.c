@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+/* The environment, read once, at initialisation (nc__config_read), and
+ * the parsers of its values.  A bad value is never fatal: it is refused
+ * with the reason kept for `nanoclock info`, nc_init() reports an error
+ * code, and the library runs on its defaults.
+ *
+ *   NANOCLOCK_COUNTER      force a counter by name (set but empty, or longer
+ *                          than any name: refused)
+ *   NANOCLOCK_HZ           the counter's rate, e.g. 2.1G, 24MHz
+ *   NANOCLOCK_HZ_FORCE=1   use NANOCLOCK_HZ even where measurement disagrees
+ *                          (0: do not; anything else is refused)
+ *   NANOCLOCK_CALIB_PPM    target uncertainty of the first calibration
+ *   NANOCLOCK_CALIB_MAX_MS cap on its length
+ *   NANOCLOCK_UNIX_REFRESH_MS  period of the tie to CLOCK_REALTIME
+ *
+ * Read with secure_getenv: a program running with raised privileges
+ * (setuid, setgid, file capabilities) ignores them all, so that its
+ * caller cannot slow its clock or change its counter; that they were set
+ * and ignored is said (config.ignored). */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The user's text in a reason: at most 40 bytes, control and non-ASCII
+ * bytes as '?' (a value with a newline must not break `nanoclock info`'s
+ * lines or the tool's one-line error), "..." when cut. */
+const char *nc__quote(const char *s, char *out, size_t outlen)
+{
+	size_t n = 0, i = 0;
+	for (; s[i] && i < 40 && n + 1 < outlen; i++) {
+		unsigned char c = (unsigned char)s[i];
+		out[n++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+	}
+	if (s[i])
+		for (int k = 0; k < 3 && n + 1 < outlen; k++)
+			out[n++] = '.';
+	out[n] = 0;
+	return out;
+}
+
+/* Accepts a decimal number with an optional unit: "2100000000",
+ * "2.1e9", "2.1G", "2100MHz", "24 MHz".  Hex floats, "inf", "nan", signs
+ * other than a leading '+', and trailing text are refused. */
+int nc__parse_hz(const char *s, double *hz, char *why, size_t whylen)
+{
+	char q[48];
+	if (!s || !*s) {
+		snprintf(why, whylen, "empty value");
+		return NC_EINVAL;
+	}
+	const char *p = s;
+	while (isspace((unsigned char)*p))
+		p++;
+	if (*p == '+')
+		p++;
+	if (!(isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1])))) {
+		snprintf(why, whylen, "'%s' is not a positive decimal number", nc__quote(s, q, sizeof(q)));
+		return NC_EINVAL;
+	}
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+		snprintf(why, whylen, "'%s': hexadecimal is not accepted", nc__quote(s, q, sizeof(q)));
+		return NC_EINVAL;
+	}
+	char *end;
+	errno = 0;
+	double v = strtod(p, &end);
+	if (end == p || errno == ERANGE || !isfinite(v)) {
+		snprintf(why, whylen, "'%s' is not a finite number", nc__quote(s, q, sizeof(q)));
+		return NC_EINVAL;
+	}
+	while (isspace((unsigned char)*end))
+		end++;
+	double unit = 1;
+	switch (*end) {
+	case 'k': case 'K': unit = 1e3; end++; break;
+	case 'M': unit = 1e6; end++; break;
+	case 'G': unit = 1e9; end++; break;
+	default: break;
+	}
+	if ((end[0] == 'H' || end[0] == 'h') && (end[1] == 'z' || end[1] == 'Z'))
+		end += 2;
+	while (isspace((unsigned char)*end))
+		end++;
+	if (*end) {
+		char q2[48];
+		snprintf(why, whylen, "'%s': unexpected text '%.16s'", nc__quote(s, q, sizeof(q)),
+			 nc__quote(end, q2, sizeof(q2)));
+		return NC_EINVAL;
+	}
+	v *= unit;
+	if (!nc__hz_valid(v)) {
+		snprintf(why, whylen, "%.6g Hz is outside 1 kHz .. 100 GHz", v);
+		return NC_ERANGE;
+	}
+	*hz = v;
+	return 0;
+}
+
+int nc__parse_positive(const char *s, double lo, double hi, double *out, char *why, size_t whylen)
+{
+	char q[48];
+	if (!s || !*s) {
+		snprintf(why, whylen, "empty value");
+		return NC_EINVAL;
+	}
+	const char *p = s;
+	while (isspace((unsigned char)*p))
+		p++;
+	if (!(isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) ||
+	    (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))) {
+		snprintf(why, whylen, "'%s' is not a positive decimal number", nc__quote(s, q, sizeof(q)));
+		return NC_EINVAL;
+	}
+	char *end;
+	errno = 0;
+	double v = strtod(p, &end);
+	while (isspace((unsigned char)*end))
+		end++;
+	if (end == p || errno == ERANGE || !isfinite(v) || *end) {
+		snprintf(why, whylen, "'%s' is not a finite decimal number", nc__quote(s, q, sizeof(q)));
+		return NC_EINVAL;
+	}
+	if (!(v >= lo && v <= hi)) {
+		snprintf(why, whylen, "%.6g is outside %g .. %g", v, lo, hi);
+		return NC_ERANGE;
+	}
+	*out = v;
+	return 0;
+}
+
+#define DEFAULT_CALIB_PPM 1.0
+#define DEFAULT_CALIB_MAX_MS 20.0
+
+static const char *from_environ(const char *name, void *ctx)
+{
+	(void)ctx;
+	return secure_getenv(name);
+}
+
+void nc__config_read(struct nc__config *c, double app_ppm, double app_ms)
+{
+	nc__config_read_from(c, app_ppm, app_ms, from_environ, NULL);
+	static const char *const names[] = {"NANOCLOCK_COUNTER",      "NANOCLOCK_HZ",
+					    "NANOCLOCK_HZ_FORCE",     "NANOCLOCK_CALIB_PPM",
+					    "NANOCLOCK_CALIB_MAX_MS", "NANOCLOCK_UNIX_REFRESH_MS",
+					    "NANOCLOCK_LOG"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (getenv(names[i]) && !secure_getenv(names[i])) {
+			size_t l = strlen(c->ignored);
+			snprintf(c->ignored + l, sizeof(c->ignored) - l, "%s%s", l ? ", " : "", names[i]);
+		}
+}
+
+void nc__config_read_from(struct nc__config *c, double app_ppm, double app_ms,
+			  const char *(*get)(const char *name, void *ctx), void *ctx)
+{
+	memset(c, 0, sizeof(*c));
+	char q[48];
+	const char *v = get("NANOCLOCK_COUNTER", ctx);
+	if (v) {
+		c->counter_set = 1;
+		if (!*v)
+			snprintf(c->counter_why, sizeof(c->counter_why),
+				 "NANOCLOCK_COUNTER is set but empty");
+		else if (strlen(v) >= sizeof(c->counter))
+			snprintf(c->counter_why, sizeof(c->counter_why),
+				 "NANOCLOCK_COUNTER is longer than any counter name (%zu characters): '%s'",
+				 strlen(v), nc__quote(v, q, sizeof(q)));
+		else
+			snprintf(c->counter, sizeof(c->counter), "%s", v);
+	}
+	v = get("NANOCLOCK_HZ", ctx);
+	if (v) {
+		c->hz_set = 1;
+		snprintf(c->hz_text, sizeof(c->hz_text), "%s", v);
+		if (nc__parse_hz(v, &c->hz, c->hz_why, sizeof(c->hz_why)) != 0)
+			c->hz = 0;
+	}
+	v = get("NANOCLOCK_HZ_FORCE", ctx);
+	c->hz_force = v && strcmp(v, "1") == 0;
+	if (v && strcmp(v, "1") != 0 && strcmp(v, "0") != 0)
+		snprintf(c->force_why, sizeof(c->force_why),
+			 "NANOCLOCK_HZ_FORCE refused: '%s' is not 0 or 1", nc__quote(v, q, sizeof(q)));
+
+	c->calib_ppm = app_ppm > 0 ? app_ppm : DEFAULT_CALIB_PPM;
+	c->calib_max_ms = app_ms > 0 ? app_ms : DEFAULT_CALIB_MAX_MS;
+	char why[96];
+	double x;
+	v = get("NANOCLOCK_CALIB_PPM", ctx);
+	if (v) {
+		if (nc__parse_positive(v, 0.001, 1000, &x, why, sizeof(why)) == 0)
+			c->calib_ppm = x;
+		else
+			snprintf(c->calib_why, sizeof(c->calib_why), "NANOCLOCK_CALIB_PPM refused: %.90s", why);
+	}
+	v = get("NANOCLOCK_CALIB_MAX_MS", ctx);
+	if (v) {
+		if (nc__parse_positive(v, 0.1, 10000, &x, why, sizeof(why)) == 0)
+			c->calib_max_ms = x;
+		else if (!c->calib_why[0])
+			snprintf(c->calib_why, sizeof(c->calib_why), "NANOCLOCK_CALIB_MAX_MS refused: %.90s",
+				 why);
+	}
+	v = get("NANOCLOCK_UNIX_REFRESH_MS", ctx);
+	if (v) {
+		if (nc__parse_positive(v, 1, 60000, &x, why, sizeof(why)) == 0)
+			c->unix_refresh_ms = x;
+		else
+			snprintf(c->unix_why, sizeof(c->unix_why), "NANOCLOCK_UNIX_REFRESH_MS refused: %.80s",
+				 why);
+	}
+}

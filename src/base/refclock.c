@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/* The reference clocks the library measures itself against: the counter
+ * is calibrated against CLOCK_MONOTONIC_RAW, tied to CLOCK_MONOTONIC plus
+ * CLOCK_REALTIME's offset from it for Unix time, and CLOCK_BOOTTIME tells a
+ * suspend apart; adjtimex() says how
+ * well the kernel knows UTC.  They are reached through one table so that
+ * tests can drive the real timeline code with simulated clocks
+ * (nc__test_set_refclocks, before the first use). */
+#include "refclock.h"
+
+#include <stdint.h>
+
+#include <sys/timex.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef CLOCK_MONOTONIC_RAW
+#define CLOCK_MONOTONIC_RAW CLOCK_MONOTONIC
+#endif
+#ifndef CLOCK_BOOTTIME
+#define CLOCK_BOOTTIME CLOCK_MONOTONIC
+#endif
+
+int64_t nc__clock_ns(int id)
+{
+	struct timespec ts;
+	if (clock_gettime((clockid_t)id, &ts) != 0)
+		return -1;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t os_raw(void) { return nc__clock_ns(CLOCK_MONOTONIC_RAW); }
+static int64_t os_mono(void) { return nc__clock_ns(CLOCK_MONOTONIC); }
+static int64_t os_real(void) { return nc__clock_ns(CLOCK_REALTIME); }
+static int64_t os_boot(void) { return nc__clock_ns(CLOCK_BOOTTIME); }
+
+/* adjtimex with modes 0 only reads: allowed to any process */
+static int os_kclock(struct nc__kclock *k)
+{
+	struct timex tx = {0};
+	int state = adjtimex(&tx);
+	if (state < 0)
+		return -1;
+	k->state = state;
+	k->status = tx.status;
+	k->maxerror_us = tx.maxerror;
+	k->esterror_us = tx.esterror;
+	k->tai_s = tx.tai;
+	/* freq is in ppm with a 16-bit fraction */
+	k->freq_ppm = (double)tx.freq / 65536.0;
+	k->tick_us = tx.tick;
+	long hz = sysconf(_SC_CLK_TCK);
+	k->tick_nominal_us = hz > 0 ? 1000000 / hz : 10000;
+	/* The PLL moves the rate by offset / 2^(SHIFT_PLL + constant) ns per
+	 * second, SHIFT_PLL = 2 (kernel/time/ntp.c); offset is in us unless
+	 * STA_NANO. */
+	double off_ns = (double)tx.offset * ((tx.status & STA_NANO) ? 1 : 1000);
+	k->pll_ppm = (tx.status & STA_PLL) && tx.offset != 0
+			     ? (off_ns < 0 ? -off_ns : off_ns) / (double)(1L << (2 + (tx.constant > 0 && tx.constant < 20 ? tx.constant : 0))) / 1e3
+			     : 0;
+	/* what adjtime() has left to slew (a read: needs no privilege) */
+	struct timex ss = {0};
+	ss.modes = ADJ_OFFSET_SS_READ;
+	k->adjtime_active = adjtimex(&ss) >= 0 && ss.offset != 0;
+	return 0;
+}
+
+struct nc__refclocks nc__ref = {os_raw, os_mono, os_real, os_boot, os_kclock};
+
+int64_t nc__mono_raw_ns(void) { return nc__ref.raw(); }
+
+void nc__test_set_refclocks(const struct nc__refclocks *r) { nc__ref = *r; }

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/* Looks at the counter against CLOCK_MONOTONIC_RAW and CLOCK_BOOTTIME:
+ * every refresh of either line, the upkeep thread, nc_get_info and
+ * nc_get_unix_status compare them since the last look.  A suspend, a
+ * counter that jumped, changed rate or stopped is counted; on a jump the
+ * long baseline is re-anchored, the rate re-measured and nc_now_ns re-tied
+ * at once.  Readers alone cannot see a counter that stopped (it is their
+ * only clock): the upkeep thread, or the next nc_get_info or
+ * nc_get_unix_status, does.  The comparison uses the counter's measured
+ * rate, never a rate the user stated for intervals: a forced rate is not
+ * a jump. */
+#include "events.h"
+#include "timeline.h"
+#include "../base/log.h"
+#include "../base/refclock.h"
+#include "../counter/counter.h"
+
+#include <math.h>
+
+#define SUSPEND_NS 1e6 /* BOOTTIME ahead of MONOTONIC_RAW by more: a suspend */
+
+/* Guarded by nc__lib_lock. */
+static struct {
+	int have;            /* a look was taken */
+	uint64_t t;          /* its counter value */
+	int64_t raw, boot;   /* CLOCK_MONOTONIC_RAW and CLOCK_BOOTTIME there */
+	struct nc_events ev;
+} E;
+
+static uint64_t counter_read(void *ctx)
+{
+	(void)ctx;
+	return nc__counter_read();
+}
+static int64_t raw_read(void *ctx)
+{
+	(void)ctx;
+	return nc__mono_raw_ns();
+}
+
+void nc__events_measure(struct nc__bracket *b, int64_t *boot)
+{
+	struct nc__calib_io io = {NULL, counter_read, raw_read};
+	nc__take_bracket(&io, 8, b);
+	*boot = nc__ref.boot();
+}
+
+static void remember(const struct nc__bracket *b, int64_t boot)
+{
+	E.t = b->mid;
+	E.raw = b->ref;
+	E.boot = boot;
+	E.have = 1;
+}
+
+void nc__events_start(const struct nc__bracket *b, int64_t boot) { remember(b, boot); }
+
+int nc__events_look(const struct nc__bracket *b, int64_t boot)
+{
+	if (!E.have || b->width == UINT64_MAX) {
+		if (b->width != UINT64_MAX)
+			remember(b, boot);
+		return NC_LOOK_OK;
+	}
+	double draw = (double)(b->ref - E.raw);
+	double dboot = (double)(boot - E.boot);
+	if (dboot - draw > SUSPEND_NS) {
+		E.ev.suspends++;
+		E.ev.suspended_s += (dboot - draw) / 1e9;
+		nc__log(NC_LOG_INFO, "suspend of %.3f s seen (CLOCK_BOOTTIME moved, "
+			"CLOCK_MONOTONIC_RAW did not)", (dboot - draw) / 1e9);
+	}
+	int64_t dt = (int64_t)(b->mid - E.t);
+	double hz = nc__rate_true_hz();
+	double dt_ns = (double)dt * 1e9 / hz;
+	if (dt == 0 && draw > SUSPEND_NS) {
+		E.ev.counter_stops++;
+		nc__log(NC_LOG_WARN, "the %s counter stopped for %.3f ms of CLOCK_MONOTONIC_RAW: "
+			"nc_now_ns follows CLOCK_MONOTONIC_RAW from now on",
+			nc__counter()->name, draw / 1e6);
+		remember(b, boot);
+		return NC_LOOK_STOP;
+	}
+	/* 2 us for the brackets and scheduling, the rate's uncertainty, and
+	 * 100 ppm of slack below which a change is left to the slewing; while
+	 * the rate is being re-measured after a discontinuity, only that */
+	double tol = 2000 + fabs(draw) * (nc__rate_true_ppm() + 100) * 1e-6;
+	int jump = !nc__rate_remeasuring() && fabs(dt_ns - draw) > tol && draw >= 0;
+	if (jump) {
+		E.ev.counter_jumps++;
+		nc__log(NC_LOG_WARN, "the counter moved %+.3f ms unlike CLOCK_MONOTONIC_RAW "
+			"over %.3f ms (a pause, a migration, a reset): re-tied, re-measuring",
+			(dt_ns - draw) / 1e6, draw / 1e6);
+		nc__rate_reanchor(b);
+	}
+	remember(b, boot);
+	return jump ? NC_LOOK_JUMP : NC_LOOK_OK;
+}
+
+void nc__events_rate_changed(void) { E.ev.rate_changes++; }
+
+void nc__events_counter_stopped(void)
+{
+	nc__counter_fall_back();
+	nc__rate_counter_replaced(1e9, "exact (the counter stopped)");
+	for (int i = 0; i < nc__timeline_count(); i++)
+		nc__timeline_at(i)->counter_changed();
+}
+
+void nc__events_check(void)
+{
+	if (nc__rate_is_exact())
+		return;
+	struct nc__bracket b;
+	int64_t boot;
+	nc__events_measure(&b, &boot);
+	int r = nc__events_look(&b, boot);
+	if (r == NC_LOOK_STOP) {
+		nc__events_counter_stopped();
+	} else if (r == NC_LOOK_JUMP) {
+		for (int i = 0; i < nc__timeline_count(); i++)
+			if (nc__timeline_at(i)->discontinuity)
+				nc__timeline_at(i)->discontinuity(&b);
+	}
+}
+
+void nc__events_get(struct nc_events *out) { *out = E.ev; }

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/* nc_now_ns: CLOCK_MONOTONIC_RAW's origin and rate, from the counter.
+ *
+ * Each refresh measures the counter's rate over the long baseline since
+ * the last anchor (src/rate/) and picks the next slope so that the clock
+ * meets CLOCK_MONOTONIC_RAW at the end of the next epoch (slewing, at most
+ * 500 ppm; a clock more than 1 ms behind steps forward, never back).  The
+ * slope comes from the measured rate only: a rate the user states for
+ * intervals (NANOCLOCK_HZ, forced or not) never moves nc_now_ns.  Epoch
+ * lengths double (4x the first calibration window, up to 1 s), so
+ * refreshing costs one bracketed clock_gettime a second.  A counter that
+ * ran through a suspend (or a VM pause) carries nc_now_ns ahead of
+ * CLOCK_MONOTONIC_RAW by at most the horizon past the epoch (line.h),
+ * which is then slewed out.
+ *
+ * Where the counter is an OS clock (exact by definition: clock_monotonic,
+ * gettimeofday, which NTP slews or an administrator sets), nc_now_ns reads
+ * CLOCK_MONOTONIC_RAW itself: that is its promise, and those clocks cannot
+ * keep it.  So it does from the moment a counter stops. */
+#include "now.h"
+#include "events.h"
+#include "../base/latch.h"
+#include "../base/log.h"
+#include "../base/refclock.h"
+#include "../counter/counter.h"
+
+#include <math.h>
+
+#define MAX_EPOCH_NS 1e9    /* refresh at least every second */
+#define MAX_SLEW 500e-6     /* fraction of the rate */
+#define STEP_FORWARD_NS 1e6 /* further behind than this: step */
+
+/* Guarded by nc__lib_lock. */
+static struct {
+	int on_raw;            /* the line reads CLOCK_MONOTONIC_RAW, not the counter */
+	double epoch_ns;       /* length of the next epoch */
+	double first_epoch_ns; /* ... after a discontinuity: learn the rate again quickly */
+} N;
+
+static uint64_t now_read(void)
+{
+	return N.on_raw ? (uint64_t)nc__mono_raw_ns() : nc__counter_read();
+}
+
+static void publish(const struct nc__epoch *e)
+{
+	nc__line_publish(&nc_impl_g.now, N.on_raw ? NC_IMPL_KIND_CALL : nc__counter_kind(),
+			 !N.on_raw && nc__counter_inline(), e);
+}
+
+/* The counter's measured rate as a slope. */
+static void true_slope(struct nc__epoch *e)
+{
+	nc__slope_from_ns(1e9 / nc__rate_true_hz(), e);
+}
+
+/* From here on the line is CLOCK_MONOTONIC_RAW, continuing from v at
+ * least (never back). */
+static void move_to_raw(uint64_t v)
+{
+	N.on_raw = 1;
+	struct nc__epoch e = {0, NC_NO_END, 0, 1, 0};
+	uint64_t raw = (uint64_t)nc__mono_raw_ns();
+	e.c0 = v > raw ? v - raw : 0;
+	publish(&e);
+}
+
+void nc__now_start(void)
+{
+	if (nc__rate_is_exact()) {
+		move_to_raw(0);
+		return;
+	}
+	const struct nc__calib *cal = nc__rate_anchor();
+	struct nc__epoch e;
+	/* the first epoch starts at the fit's centroid, where counter and
+	 * CLOCK_MONOTONIC_RAW are best known */
+	uint64_t now = nc__counter_read();
+	true_slope(&e);
+	e.t0 = cal->anchor_tick;
+	e.c0 = nc__c0_for(e.t0, (uint64_t)cal->anchor_ns, e.mi, e.mf);
+	N.first_epoch_ns = N.epoch_ns = 4.0 * (double)cal->window_ns;
+	e.span = (now - e.t0) + (uint64_t)(N.epoch_ns * nc__rate_true_hz() / 1e9);
+	struct nc__bracket b = {cal->anchor_tick, cal->anchor_ns, 0};
+	nc__events_start(&b, nc__ref.boot() - (nc__mono_raw_ns() - cal->anchor_ns));
+	publish(&e);
+}
+
+/* Re-tie at t to CLOCK_MONOTONIC_RAW (bracket b): nobody read the clock
+ * for a while, the process or machine slept, the counter jumped or was
+ * reset.  It continues from the most a reader at t was handed or from the
+ * reference, whichever is later: never back, and not counting a suspend. */
+static void retie(const struct nc__epoch *old, uint64_t t, const struct nc__bracket *b)
+{
+	uint64_t floor_v = nc__epoch_reader_value(old, t), v = floor_v;
+	double hz = nc__rate_true_hz();
+	if (b->width != UINT64_MAX) {
+		uint64_t tgt = (uint64_t)b->ref - (uint64_t)llround((double)(int64_t)(b->mid - t) * 1e9 / hz);
+		if ((int64_t)(tgt - floor_v) > 0)
+			v = tgt;
+	}
+	struct nc__epoch e;
+	e.t0 = t;
+	true_slope(&e);
+	/* readers still on old, at a counter value a little past t, were handed
+	 * old's values: no slower than its successors may be, unless t is past
+	 * the horizon, where they all were handed the same ceiling */
+	uint64_t d = t - old->t0;
+	if ((int64_t)d >= 0 && d - old->span <= nc__epoch_horizon_ticks(old))
+		nc__clamp_slope(old, &e);
+	e.c0 = nc__c0_for(t, v, e.mi, e.mf);
+	e.span = (uint64_t)(N.epoch_ns * hz / 1e9);
+	publish(&e);
+}
+
+/* The next epoch, from the old one, for a read of t at or past its end,
+ * or far behind its start. */
+static void now_refresh(const struct nc__epoch *old, uint64_t t)
+{
+	if (N.on_raw) /* never expires; republished as it was if asked */
+		return;
+	uint64_t L = old->t0 + old->span;
+	struct nc__bracket b;
+	int64_t boot;
+	nc__events_measure(&b, &boot);
+	int look = nc__events_look(&b, boot);
+	if (look == NC_LOOK_STOP) {
+		nc__events_counter_stopped();
+		return;
+	}
+	if (look == NC_LOOK_OK && nc__rate_refine(&b))
+		nc__events_rate_changed();
+	int ok = b.width != UINT64_MAX;
+	double hz = nc__rate_true_hz(), rate_ns = 1e9 / hz; /* ns per tick, measured */
+	double next = look == NC_LOOK_JUMP ? N.first_epoch_ns
+		      : ok		   ? fmin(2 * N.epoch_ns, MAX_EPOCH_NS)
+					   : N.epoch_ns;
+	N.epoch_ns = next;
+
+	if ((int64_t)(t - old->t0) < 0 || t - L > nc__epoch_horizon_ticks(old) || look == NC_LOOK_JUMP) {
+		retie(old, t, &b);
+		return;
+	}
+	uint64_t cl = nc__epoch_value(old, L);
+	/* CLOCK_MONOTONIC_RAW at L, and how far ahead of it we are: integer
+	 * differences first, absolute ns lose precision in a double */
+	uint64_t target_l = ok ? (uint64_t)b.ref - (uint64_t)llround((double)(int64_t)(b.mid - L) * rate_ns)
+			       : cl;
+	struct nc__epoch e;
+	e.t0 = L;
+	e.span = (t - L) + (uint64_t)(next * hz / 1e9);
+	double err = (double)(int64_t)(cl - target_l); /* > 0: we are ahead */
+	uint64_t v = cl;
+	double slope = rate_ns;
+	if (err < -STEP_FORWARD_NS) {
+		v = target_l; /* far behind: step forward, never back */
+	} else {
+		/* meet the reference at the end of the epoch */
+		double adj = err / ((double)e.span * rate_ns);
+		adj = fmax(-MAX_SLEW, fmin(MAX_SLEW, adj));
+		slope = rate_ns * (1 - adj);
+	}
+	if (nc__slope_from_ns(slope, &e) != 0)
+		true_slope(&e);
+	nc__clamp_slope(old, &e); /* readers past L were handed at least this */
+	e.c0 = nc__c0_for(L, v, e.mi, e.mf);
+	publish(&e);
+	nc__log(NC_LOG_DEBUG, "nc_now_ns epoch of %.3f s: %+.0f ns from CLOCK_MONOTONIC_RAW, "
+		"counter %.6f MHz measured", next / 1e9, err, hz / 1e6);
+}
+
+/* The counter stopped: CLOCK_MONOTONIC_RAW from here, continuing from the
+ * most a reader was handed. */
+static void now_counter_changed(void)
+{
+	struct nc__epoch old;
+	uint64_t kind;
+	nc__line_read(&nc_impl_g.now, &old, &kind);
+	uint64_t t = nc__timeline_counter(&nc__now_timeline, kind);
+	move_to_raw(N.on_raw ? nc__epoch_value(&old, t) : nc__epoch_reader_value(&old, t));
+}
+
+static void now_discontinuity(const struct nc__bracket *b)
+{
+	if (N.on_raw)
+		return;
+	struct nc__epoch old;
+	uint64_t kind;
+	nc__line_read(&nc_impl_g.now, &old, &kind);
+	N.epoch_ns = N.first_epoch_ns;
+	retie(&old, nc__timeline_counter(&nc__now_timeline, kind), b);
+}
+
+const struct nc__timeline nc__now_timeline = {
+	.name = "nc_now_ns",
+	.line = &nc_impl_g.now,
+	.read = now_read,
+	.refresh = now_refresh,
+	.counter_changed = now_counter_changed,
+	.discontinuity = now_discontinuity,
+};

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/* The registered timelines, and the reader's way through the library.
+ *
+ * Readers never wait.  A reader whose counter value lies past its copy's
+ * epoch tries nc__lib_lock once: taken, it refreshes the line (at most
+ * twice: epochs may expire as fast as they are made on a slow machine) and
+ * reads again; not taken — another thread is refreshing, or this thread
+ * was interrupted inside the library by the signal handler now reading —
+ * it returns the epoch's overdue value (line.h: a lower bound of the next
+ * epoch, held still 1 ms past the end).  A reader behind the epoch's start
+ * gets the start's value (another CPU's counter a little behind), or, far
+ * behind (a counter reset), the same unless it can refresh.  So a read is
+ * a bounded number of steps whatever other threads or interrupted code do:
+ * wait-free, and async-signal-safe after the first call. */
+#include "timeline.h"
+#include "../base/debug.h"
+#include "../base/latch.h"
+#include "../base/lock.h"
+
+#define MAX_TIMELINES 4
+
+/* Written at initialisation (nc__lib_lock held), read-only afterwards. */
+static const struct nc__timeline *registered[MAX_TIMELINES];
+static int nregistered;
+
+__thread long nc__slow_calls;
+
+void nc__timeline_register(const struct nc__timeline *tl)
+{
+	if (nregistered < MAX_TIMELINES)
+		registered[nregistered++] = tl;
+}
+int nc__timeline_count(void) { return __atomic_load_n(&nregistered, __ATOMIC_ACQUIRE); }
+const struct nc__timeline *nc__timeline_at(int i) { return registered[i]; }
+
+uint64_t nc__timeline_counter(const struct nc__timeline *tl, uint64_t kind)
+{
+	return nc_impl_hw(kind) ? nc_impl_fenced(kind) : tl->read();
+}
+
+static uint64_t timeline_read(const struct nc__timeline *tl)
+{
+	for (int round = 0;; round++) {
+		struct nc__epoch e;
+		uint64_t kind;
+		uint64_t seq = nc__line_read(tl->line, &e, &kind);
+		uint64_t t = nc__timeline_counter(tl, kind);
+		/* a copy read through the library's own counter (kind CALL) must
+		 * still be the one published when the counter was read: the
+		 * counter behind CALL changes when it stops */
+		if (!nc_impl_hw(kind) && round < 4 && nc__latch_seq(tl->line) != seq)
+			continue;
+		uint64_t d = t - e.t0;
+		if (d < e.span)
+			return nc__epoch_value(&e, t);
+		int past = (int64_t)d >= 0;
+		if (!past && (uint64_t)(-(int64_t)d) <= nc__epoch_behind_ticks(&e))
+			return nc__epoch_value(&e, e.t0); /* another CPU's counter, slightly behind */
+		if (round < 6 && nc__trylock()) {
+			if (nc__latch_seq(tl->line) == seq)
+				tl->refresh(&e, t);
+			nc__unlock();
+			continue;
+		}
+		return past ? nc__epoch_overdue(&e, t) : nc__epoch_value(&e, e.t0);
+	}
+}
+
+#ifdef NC_DEBUG
+/* Every value a thread gets must not be below the one it got before from
+ * the same line, unless the line stepped back in between. */
+uint64_t nc__timeline_read(const struct nc__timeline *tl)
+{
+	static __thread uint64_t last[MAX_TIMELINES];
+	static __thread uint32_t steps_seen[MAX_TIMELINES];
+	int i = 0;
+	while (i < nregistered - 1 && registered[i] != tl)
+		i++;
+	uint32_t steps = tl->steps ? tl->steps() : 0;
+	uint64_t v = timeline_read(tl);
+	int back = tl->steps ? (int64_t)(v - last[i]) < 0 && steps == steps_seen[i] && last[i]
+			     : v < last[i];
+	if (back)
+		nc__debug_fail("%s went back by %llu ns on one thread", tl->name,
+			       (unsigned long long)(last[i] - v));
+	last[i] = v;
+	steps_seen[i] = steps;
+	return v;
+}
+#else
+uint64_t nc__timeline_read(const struct nc__timeline *tl) { return timeline_read(tl); }
+#endif
+
+double nc__timeline_due_ns(const struct nc__timeline *tl)
+{
+	struct nc__epoch e;
+	uint64_t kind;
+	nc__line_read(tl->line, &e, &kind);
+	if (e.span >= NC_NO_END)
+		return 1e12;
+	uint64_t d = nc__timeline_counter(tl, kind) - e.t0;
+	double m = (double)e.mi + (double)e.mf * 0x1p-64; /* ns per tick on this line */
+	return d >= e.span ? 0 : (double)(e.span - d) * m;
+}
+
+void nc__timeline_refresh_if_due(const struct nc__timeline *tl)
+{
+	struct nc__epoch e;
+	uint64_t kind;
+	nc__line_read(tl->line, &e, &kind);
+	uint64_t t = nc__timeline_counter(tl, kind);
+	if (t - e.t0 >= e.span && (int64_t)(t - e.t0) >= 0)
+		tl->refresh(&e, t);
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* Timelines: nc_now_ns's (now.c) and nc_unix_ns's (wall.c) are siblings
+ * that register here what the rest of the library may ask of them; the
+ * reader's way into the library (nc__timeline_read) and the upkeep thread
+ * go through this table, never to a timeline by name. */
+#ifndef NC_CLOCK_TIMELINE_H
+#define NC_CLOCK_TIMELINE_H
+
+#include "line.h"
+#include "../rate/rate.h"
+
+struct nc__timeline {
+	const char *name;
+	struct nc_impl_line *line;
+	/* the counter its copies of kind NC_IMPL_KIND_CALL read (ordered) */
+	uint64_t (*read)(void);
+	/* nc__lib_lock held, the line still at old: a read of t at or past
+	 * old's end, or far behind its start.  Publishes an epoch holding t. */
+	void (*refresh)(const struct nc__epoch *old, uint64_t t);
+	/* nc__lib_lock held: the counter in use changed (it stopped) */
+	void (*counter_changed)(void);
+	/* nc__lib_lock held: the counter jumped (b: a bracket taken after); NULL */
+	void (*discontinuity)(const struct nc__bracket *b);
+	/* nc__lib_lock held: the system clock was set (set = 1), or a look at
+	 * whether the kernel changed its rate (set = 0); NULL */
+	void (*system_clock)(int set);
+	/* steps the line took back (the debug build's order check); NULL */
+	uint32_t (*steps)(void);
+};
+
+/* Initialisation (nc__lib_lock held). */
+NC_HIDDEN void nc__timeline_register(const struct nc__timeline *tl);
+NC_HIDDEN int nc__timeline_count(void);
+NC_HIDDEN const struct nc__timeline *nc__timeline_at(int i);
+
+/* The value of tl now, from a reader that left the fast path.  Never waits:
+ * it refreshes an overdue epoch if it can take nc__lib_lock at once, else
+ * returns the bounded lower bound (line.h). */
+NC_HIDDEN uint64_t nc__timeline_read(const struct nc__timeline *tl);
+/* A counter value as the line's copies read it, ordered. */
+NC_HIDDEN uint64_t nc__timeline_counter(const struct nc__timeline *tl, uint64_t kind);
+/* ns until tl's epoch ends (0: due; 1e12: never), at its own slope. */
+NC_HIDDEN double nc__timeline_due_ns(const struct nc__timeline *tl);
+/* Refresh tl if its epoch is due (nc__lib_lock held). */
+NC_HIDDEN void nc__timeline_refresh_if_due(const struct nc__timeline *tl);
+/* this thread's calls that left the inline path (tests) */
+NC_HIDDEN extern __thread long nc__slow_calls;
+
+#endif

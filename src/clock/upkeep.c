@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The optional upkeep thread (nc_upkeep_start): it refreshes the
+ * registered timelines when they fall due, so readers rarely do, looks at
+ * the counter (the one place a stopped counter is seen unasked), delivers
+ * queued reports, and follows a step of the system clock as it happens.
+ * On Linux a timerfd on CLOCK_REALTIME armed with TFD_TIMER_CANCEL_ON_SET
+ * becomes readable, its read failing with ECANCELED, whenever the clock
+ * is set (settimeofday, clock_settime, an NTP step, a leap second, a
+ * resume): the thread then tells the timelines at once.  Without a timerfd
+ * (seccomp, no descriptors left) it runs on time only, and says so.  It
+ * sleeps in poll() until the next epoch is due or an eventfd asks it to
+ * stop; it never holds the library's lock while it sleeps.
+ *
+ * Each thread gets its own descriptors, in its own argument: a start
+ * racing a stop can never hand one thread another's.  Only the stop that
+ * took a thread out of the state joins it and closes its descriptors.
+ *
+ * fork(): the child has no upkeep thread.  It is started again in the
+ * child at its first call that is not a read (nc__upkeep_after_fork):
+ * creating a thread is not async-signal-safe, and reads must be.
+ */
+#include "upkeep.h"
+#include "events.h"
+#include "timeline.h"
+#include "wall.h"
+#include "../base/lock.h"
+#include "../base/log.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+struct thread_arg {
+	int stop_fd;     /* eventfd: wakes the thread to stop */
+	int tfd;         /* timerfd (-1: none, it refreshes on time only) */
+};
+
+/* Guarded by nc__lib_lock. */
+static struct {
+	int wanted;      /* nc_upkeep_start was called (and not stopped) */
+	int forked;      /* this is a child forked while it ran: start it again */
+	int running;     /* a thread runs in this process */
+	pid_t pid;       /* ... the process it runs in */
+	pthread_t th;
+	struct thread_arg *arg; /* the running thread's descriptors */
+	struct thread_arg *stale; /* a forked child's copy of the parent's, freed later */
+	char note[128];  /* a degraded mode ("" when none) */
+	/* descriptors of stopped threads still being joined: a fork() meanwhile
+	 * must close the child's copies too */
+	int retired[8];
+	int nretired;
+} U;
+
+static int arm_cancel_on_set(int tfd)
+{
+	/* an absolute expiry far away: the timer never fires, it only cancels */
+	struct itimerspec its;
+	memset(&its, 0, sizeof(its));
+	its.it_value.tv_sec = (time_t)(((uint64_t)1 << 31) - 1);
+	return timerfd_settime(tfd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL);
+}
+
+/* One pass: nc__lib_lock held. */
+static void upkeep_pass(int clock_was_set)
+{
+	if (clock_was_set)
+		for (int i = 0; i < nc__timeline_count(); i++)
+			if (nc__timeline_at(i)->system_clock)
+				nc__timeline_at(i)->system_clock(1);
+	nc__events_check();
+	for (int i = 0; i < nc__timeline_count(); i++)
+		nc__timeline_refresh_if_due(nc__timeline_at(i));
+}
+
+static double next_due_ns(void)
+{
+	double due = 1e9;
+	for (int i = 0; i < nc__timeline_count(); i++) {
+		double d = nc__timeline_due_ns(nc__timeline_at(i));
+		if (d < due)
+			due = d;
+	}
+	return due;
+}
+
+static void *upkeep_main(void *p)
+{
+	struct thread_arg *a = p;
+	for (;;) {
+		nc__lock();
+		double due = next_due_ns();
+		nc__unlock();
+		/* wake just after the due time, at least every second */
+		int ms = due >= 1e9 ? 1000 : (int)(due / 1e6) + 1;
+		struct pollfd pf[2] = {{a->stop_fd, POLLIN, 0}, {a->tfd, POLLIN, 0}};
+		int n = poll(pf, a->tfd >= 0 ? 2 : 1, ms);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents)
+			break;
+		int set = 0;
+		if (a->tfd >= 0 && pf[1].revents) {
+			uint64_t exp;
+			if (read(a->tfd, &exp, sizeof(exp)) < 0 && errno == ECANCELED) {
+				set = 1;
+				arm_cancel_on_set(a->tfd);
+			}
+		}
+		nc__lock();
+		upkeep_pass(set);
+		nc__unlock();
+		nc__log_deliver();
+	}
+	return NULL;
+}
+
+static void close_arg(struct thread_arg *a)
+{
+	if (!a)
+		return;
+	if (a->stop_fd >= 0)
+		close(a->stop_fd);
+	if (a->tfd >= 0)
+		close(a->tfd);
+	free(a);
+}
+
+/* nc__lib_lock held */
+static int start_locked(void)
+{
+	if (U.running && U.pid == getpid())
+		return 0;
+	struct thread_arg *a = malloc(sizeof(*a));
+	if (!a)
+		return NC_ESYS;
+	a->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	a->tfd = -1;
+	if (a->stop_fd < 0) {
+		snprintf(U.note, sizeof(U.note), "not started: eventfd: %s", strerror(errno));
+		close_arg(a);
+		return NC_ESYS;
+	}
+	U.note[0] = 0;
+	a->tfd = timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (a->tfd < 0)
+		snprintf(U.note, sizeof(U.note),
+			 "on time only, clock sets seen within a period: timerfd_create: %s",
+			 strerror(errno));
+	else if (arm_cancel_on_set(a->tfd) != 0) {
+		snprintf(U.note, sizeof(U.note),
+			 "on time only, clock sets seen within a period: timerfd_settime: %s",
+			 strerror(errno));
+		close(a->tfd);
+		a->tfd = -1;
+	}
+	/* the thread takes none of the application's signals */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&U.th, NULL, upkeep_main, a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		snprintf(U.note, sizeof(U.note), "not started: pthread_create: %s", strerror(rc));
+		close_arg(a);
+		return NC_ESYS;
+	}
+	U.arg = a;
+	U.running = 1;
+	U.pid = getpid();
+	if (U.note[0])
+		nc__log(NC_LOG_WARN, "upkeep thread started, %s", U.note);
+	else
+		nc__log(NC_LOG_INFO, "upkeep thread started%s", U.forked ? " again in a forked child" : "");
+	return 0;
+}
+
+int nc__upkeep_start(void)
+{
+	U.wanted = 1;
+	return start_locked();
+}
+
+static void retire(int fd)
+{
+	if (fd >= 0 && U.nretired < (int)(sizeof(U.retired) / sizeof(U.retired[0])))
+		U.retired[U.nretired++] = fd;
+}
+
+static void unretire(int fd)
+{
+	for (int i = 0; i < U.nretired; i++)
+		if (U.retired[i] == fd) {
+			U.retired[i] = U.retired[--U.nretired];
+			return;
+		}
+}
+
+/* Called with nc__lib_lock held; returns with it held.  The join happens
+ * unlocked: the thread may be waiting for the lock. */
+int nc__upkeep_stop(void)
+{
+	U.wanted = 0;
+	if (!(U.running && U.pid == getpid())) {
+		U.running = 0;
+		return 0;
+	}
+	struct thread_arg *a = U.arg;
+	pthread_t th = U.th;
+	uint64_t one = 1;
+	if (write(a->stop_fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+		return NC_ESYS; /* cannot happen to an eventfd of ours: it keeps running */
+	U.running = 0;
+	U.arg = NULL;
+	retire(a->stop_fd);
+	retire(a->tfd);
+	nc__unlock();
+	pthread_join(th, NULL);
+	nc__lock();
+	unretire(a->stop_fd);
+	unretire(a->tfd);
+	close_arg(a);
+	return 0;
+}
+
+int nc__upkeep_running(void) { return U.running && U.pid == getpid(); }
+const char *nc__upkeep_note(void) { return U.note; }
+
+void nc__upkeep_forked(void)
+{
+	U.forked = U.wanted;
+	U.running = 0;
+	/* the parent's thread's descriptors: unusable here (close is async-signal-safe) */
+	if (U.arg) {
+		if (U.arg->stop_fd >= 0)
+			close(U.arg->stop_fd);
+		if (U.arg->tfd >= 0)
+			close(U.arg->tfd);
+		U.arg->stop_fd = U.arg->tfd = -1;
+		U.stale = U.arg; /* freed at the child's first call (free is not async-signal-safe) */
+		U.arg = NULL;
+	}
+	for (int i = 0; i < U.nretired; i++)
+		close(U.retired[i]);
+	U.nretired = 0;
+}
+
+int nc__upkeep_fork_pending(void)
+{
+	return __atomic_load_n(&U.forked, __ATOMIC_RELAXED) || __atomic_load_n(&U.stale, __ATOMIC_RELAXED);
+}
+
+void nc__upkeep_after_fork(void)
+{
+	free(U.stale);
+	U.stale = NULL;
+	if (U.forked) {
+		U.forked = 0;
+		start_locked();
+	}
+}

@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unix time: nc_unix_ns's line, tied to the system clock every period
+ * (1 s by default).
+ *
+ * CLOCK_REALTIME is CLOCK_MONOTONIC plus an offset that changes only when
+ * the clock is set (settimeofday, an NTP step, a leap second, a resume
+ * from suspend); CLOCK_MONOTONIC carries the kernel's frequency
+ * corrections (adjtimex: freq, tick, the PLL, adjtime()).  So a tie has two
+ * parts: the counter against CLOCK_MONOTONIC (the narrowest of 8
+ * brackets), and REALTIME's offset from MONOTONIC (the narrowest of 4:
+ * MONOTONIC, REALTIME, MONOTONIC).  A refresh (wall_update) goes through
+ * named phases:
+ *   take_tie        the two brackets, again if preempted, and adjtimex;
+ *   followed_rate   CLOCK_MONOTONIC's rate against the counter: measured
+ *                   since the previous tie, or, when the kernel says its
+ *                   rate changed since (freq, tick), the previous rate moved
+ *                   by exactly that change — a mixed period's average would
+ *                   be wrong for seconds;
+ *   decide          the difference from the old line at the tie is a step
+ *                   of the system clock (larger than a period can slew at
+ *                   1000 ppm, or REALTIME's offset moved), followed as a
+ *                   step; else slewed in over the next period, continuous,
+ *                   never decreasing;
+ *   publish         the next epoch, and what the tie states.
+ * A rate change is followed from the end of the epoch in which it is seen:
+ * an epoch's slope is never lowered mid-epoch (readers still on the old
+ * copy would be handed more than its successor), so until then the bound
+ * nc_get_unix_status states grows by the change times the tie's age.
+ * The upkeep thread learns of a clock set as it happens and re-ties at
+ * once, mid-epoch, by the same step rule; a set that small is slewed in.
+ *
+ * What nc_unix_ns may be off CLOCK_REALTIME by (the tie error): both
+ * brackets' half-widths, the correction still being slewed in, and the
+ * tie's age times the followed rate's uncertainty, plus the kernel's own
+ * rate moves since the tie (a change adjtimex states, and the most its
+ * PLL or an adjtime() slew may move it).
+ */
+#include "wall.h"
+#include "events.h"
+#include "../base/latch.h"
+#include "../base/log.h"
+#include "../base/refclock.h"
+#include "../counter/counter.h"
+
+#include <math.h>
+#include <string.h>
+
+#define MAX_WALL_SLEW 1000e-6
+#define TIE_TRIES 8
+#define NTP_DRIFT_PPM 0.1 /* a measured rate moving within a period, allowed for */
+#define WIDE_NS 20000.0   /* a tie wider than this was preempted: not used to correct */
+#define ADJTIME_PPM 500.0 /* adjtime()'s slew rate (MAX_TICKADJ) */
+#define SAME_PPM 1e-4     /* kernel rates closer than this are the same */
+
+/* Guarded by nc__lib_lock; steps and refreshes are also read without it. */
+static struct {
+	double period_ns;
+	int have;            /* a tie was made */
+	uint64_t a_tick;     /* the latest tie: where the next rate is measured from */
+	int64_t a_mono;
+	int64_t off;         /* REALTIME - MONOTONIC there */
+	double hw_ns;        /* its half-widths (both parts) */
+	int64_t tie_raw;     /* CLOCK_MONOTONIC_RAW there */
+	double err_ns;       /* the correction being slewed in */
+	double rate;         /* ns of CLOCK_MONOTONIC per tick followed (0: none yet) */
+	double rate_ppm;     /* its uncertainty */
+	int have_k;          /* adjtimex answered at the tie ... */
+	struct nc__kclock k; /* ... and said this */
+	uint32_t steps, refreshes;
+} W = {.period_ns = 1e9};
+
+enum { WHY_FIRST, WHY_PERIOD, WHY_SET };
+
+static uint64_t wall_read(void) { return nc__counter_read(); }
+
+static void publish(const struct nc__epoch *e)
+{
+	nc__line_publish(&nc_impl_g.wall, nc__counter_kind(), nc__counter_inline(), e);
+}
+
+/* ---- take_tie ---- */
+struct tie {
+	struct nc__bracket b; /* counter against CLOCK_MONOTONIC */
+	int64_t off;          /* REALTIME - MONOTONIC */
+	double hw;            /* both half-widths, ns */
+	int unsure;           /* still wider than WIDE_NS */
+	int64_t real_at_mid;  /* REALTIME at b.mid */
+	int have_k;
+	struct nc__kclock k;
+};
+
+static uint64_t tie_read(void *ctx)
+{
+	(void)ctx;
+	return nc__counter_read();
+}
+static int64_t tie_mono(void *ctx)
+{
+	(void)ctx;
+	return nc__ref.mono();
+}
+
+/* REALTIME - MONOTONIC, and half the bracket it was read in */
+static int64_t realtime_offset(double *hw)
+{
+	int64_t best = INT64_MAX, off = 0;
+	for (int i = 0; i < 4; i++) {
+		int64_t a = nc__ref.mono(), r = nc__ref.real(), b = nc__ref.mono();
+		if (b >= a && b - a < best) {
+			best = b - a;
+			off = r - (a + (b - a) / 2);
+		}
+	}
+	*hw = best == INT64_MAX ? 0 : (double)best / 2;
+	return off;
+}
+
+static void take_tie(struct tie *ti, double ns_tick)
+{
+	struct nc__calib_io io = {NULL, tie_read, tie_mono};
+	nc__take_bracket(&io, TIE_TRIES, &ti->b);
+	if (ti->b.width == UINT64_MAX) { /* the counter only went backwards: tie to one read */
+		ti->b.mid = nc__counter_read();
+		ti->b.ref = nc__ref.mono();
+		ti->b.width = 0;
+	}
+	double off_hw;
+	ti->off = realtime_offset(&off_hw);
+	ti->hw = (double)ti->b.width * ns_tick / 2 + off_hw;
+	/* On a busy machine every try may have been preempted: try again a
+	 * few times; a tie still that wide is not used to correct anything
+	 * (it could be off by its width), only to see a real step. */
+	for (int again = 0; again < 3 && ti->hw > WIDE_NS; again++) {
+		struct nc__bracket b2;
+		double hw2;
+		nc__take_bracket(&io, TIE_TRIES, &b2);
+		int64_t off2 = realtime_offset(&hw2);
+		if (b2.width != UINT64_MAX && (double)b2.width * ns_tick / 2 + hw2 < ti->hw) {
+			ti->b = b2;
+			ti->off = off2;
+			ti->hw = (double)b2.width * ns_tick / 2 + hw2;
+		}
+	}
+	ti->unsure = ti->hw > WIDE_NS;
+	ti->real_at_mid = ti->b.ref + ti->off;
+	ti->have_k = nc__ref.kclock(&ti->k) == 0;
+}
+
+/* ---- followed_rate ---- */
+/* The kernel's own rate moves that no measurement can foresee: its PLL
+ * still slewing an offset, an adjtime() in progress. */
+static double kernel_slew_ppm(const struct nc__kclock *k, int have_k)
+{
+	return !have_k ? 0 : fabs(k->pll_ppm) + (k->adjtime_active ? ADJTIME_PPM : 0);
+}
+
+static int kernel_rate_changed(const struct tie *ti)
+{
+	return W.have && ti->have_k && W.have_k &&
+	       fabs(nc__kclock_rate_ppm(&ti->k) - nc__kclock_rate_ppm(&W.k)) > SAME_PPM;
+}
+
+/* ns of CLOCK_MONOTONIC per tick to follow from this tie, and its
+ * uncertainty in ppm. */
+static double followed_rate(const struct tie *ti, double ns_tick, double *rate_ppm)
+{
+	double slew = kernel_slew_ppm(&ti->k, ti->have_k);
+	if (kernel_rate_changed(ti) && W.rate > 0) {
+		/* the rate the kernel states, applied to the one last followed */
+		double dk = nc__kclock_rate_ppm(&ti->k) - nc__kclock_rate_ppm(&W.k);
+		double r = W.rate * (1 + nc__kclock_rate_ppm(&ti->k) * 1e-6) /
+			   (1 + nc__kclock_rate_ppm(&W.k) * 1e-6);
+		/* the kernel applies a new frequency at its next timekeeping
+		 * updates (its tick), not when adjtimex returns: until then the
+		 * old rate runs, so the change itself is the uncertainty */
+		*rate_ppm = W.rate_ppm + slew + fabs(dk);
+		return r;
+	}
+	if (W.have && ti->b.mid > W.a_tick && !ti->unsure) {
+		double dt = (double)(ti->b.mid - W.a_tick);
+		double r = (double)(ti->b.ref - W.a_mono) / dt;
+		if (dt * ns_tick >= 0.05 * W.period_ns && fabs(r / ns_tick - 1) < 2e-3) {
+			*rate_ppm = (ti->hw + W.hw_ns) / (dt * ns_tick) * 1e6 + NTP_DRIFT_PPM + slew;
+			return r;
+		}
+	}
+	/* no usable baseline (the first tie, a short or disturbed period): the
+	 * counter's measured rate, moved by what the kernel states */
+	double k = ti->have_k ? nc__kclock_rate_ppm(&ti->k) : 0;
+	*rate_ppm = nc__rate_true_ppm() + slew;
+	return ns_tick * (1 + k * 1e-6);
+}
+
+/* ---- publish and record ---- */
+static void record(const struct tie *ti, double rate, double rate_ppm, double err)
+{
+	W.have = 1;
+	W.a_tick = ti->b.mid;
+	W.a_mono = ti->b.ref;
+	W.off = ti->off;
+	W.hw_ns = ti->hw;
+	W.tie_raw = nc__mono_raw_ns();
+	W.err_ns = err;
+	W.rate = rate;
+	W.rate_ppm = rate_ppm;
+	W.have_k = ti->have_k;
+	W.k = ti->k;
+	__atomic_store_n(&W.refreshes, W.refreshes + 1, __ATOMIC_RELAXED);
+}
+
+/* ---- wall_update: the phases in order ----
+ * old: the published epoch, or NULL for the first tie; t: the read that
+ * asked for it. */
+static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
+{
+	double ns_tick = 1e9 / nc__rate_true_hz(); /* the counter's own rate */
+	struct tie ti;
+	take_tie(&ti, ns_tick);
+	double rate_ppm, rate = followed_rate(&ti, ns_tick, &rate_ppm);
+	uint64_t span = (uint64_t)(W.period_ns / ns_tick);
+
+	/* decide */
+	double err = 0;
+	int step = old == NULL;
+	if (old) {
+		err = (double)(int64_t)((uint64_t)ti.real_at_mid - nc__epoch_value(old, ti.b.mid));
+		double slewable = MAX_WALL_SLEW * W.period_ns + ti.hw;
+		if (why == WHY_SET)
+			/* a set: a step as soon as the difference exceeds what the line
+			 * may differ by without one (both ties' half-widths, the
+			 * previous correction still being slewed in, and 1 us), as
+			 * CLOCK_REALTIME steps */
+			step = fabs(err) > 2 * ti.hw + W.hw_ns + fabs(W.err_ns) + 1000;
+		else
+			/* a period ended: larger than it can slew; or the counter is
+			 * behind the epoch's start because it moved back with the
+			 * system clock (the gettimeofday counter), REALTIME's offset
+			 * from MONOTONIC says it was set */
+			step = fabs(err) > slewable ||
+			       ((int64_t)(t - old->t0) < 0 && W.have &&
+				fabs((double)(ti.off - W.off)) > slewable + W.hw_ns);
+		/* A set with nothing to follow (a set to the same time): keep the
+		 * line, which the next refresh slews on schedule.  A re-tie inside
+		 * the epoch cannot lower its slope: readers still on the old copy
+		 * would be handed more than its successor. */
+		if (why == WHY_SET && !step)
+			return;
+	}
+	uint64_t L = old ? old->t0 + old->span : 0;
+	/* where the read that asked for the tie is: behind the epoch's start
+	 * (a reset counter), inside it (a set), or past its end */
+	int behind = old && (int64_t)(t - old->t0) < 0;
+	int mid_epoch = old && !behind && (int64_t)(t - L) < 0;
+	struct nc__epoch e;
+	if (!step && ti.unsure) {
+		/* no trustworthy tie: the old epoch goes on, as it was */
+		e = *old;
+		e.span = ((int64_t)(t - e.t0) > 0 ? t - e.t0 : 0) + span;
+		publish(&e);
+		nc__log(NC_LOG_DEBUG, "tie to the system clock skipped: bracket +-%.0f ns", ti.hw);
+		return;
+	} else if (step) {
+		/* follow the system clock's step: from the tie, at its rate */
+		e.t0 = ti.b.mid;
+		nc__slope_from_ns(rate, &e);
+		e.c0 = nc__c0_for(ti.b.mid, (uint64_t)ti.real_at_mid, e.mi, e.mf);
+		if (old) {
+			__atomic_store_n(&W.steps, W.steps + 1, __ATOMIC_RELAXED);
+			nc__log(NC_LOG_INFO, "system clock %s by %+.6f s: followed as a step",
+				why == WHY_SET ? "set" : "stepped", err / 1e9);
+		}
+		err = 0;
+	} else if (behind || (!mid_epoch && t - L > nc__epoch_horizon_ticks(old))) {
+		/* late (nobody asked for a while): re-tie at the tie, never below
+		 * what readers may have been handed, slewing any rest */
+		uint64_t floor_v = nc__epoch_reader_value(old, ti.b.mid);
+		uint64_t v = (uint64_t)ti.real_at_mid;
+		double adj = 0;
+		if ((int64_t)(v - floor_v) < 0) {
+			adj = -(double)(int64_t)(floor_v - v) / W.period_ns;
+			v = floor_v;
+		}
+		e.t0 = ti.b.mid;
+		nc__slope_from_ns(rate * (1 + fmax(-MAX_WALL_SLEW, adj)), &e);
+		if (!behind && ti.b.mid - L <= nc__epoch_horizon_ticks(old))
+			nc__clamp_slope(old, &e); /* readers past L were handed at least this */
+		e.c0 = nc__c0_for(ti.b.mid, v, e.mi, e.mf);
+	} else {
+		/* on time: continue from L, meeting the system clock a period on */
+		uint64_t cl = nc__epoch_value(old, L);
+		/* differences first: an absolute Unix time has a 256 ns ulp in a double */
+		double err_l = (double)(int64_t)((uint64_t)ti.real_at_mid - cl) +
+			       (double)(int64_t)(L - ti.b.mid) * rate;
+		double len_ns = ((double)(int64_t)(t - L > 0 && !mid_epoch ? t - L : 0) + (double)span) *
+				rate;
+		double adj = fmax(-MAX_WALL_SLEW, fmin(MAX_WALL_SLEW, err_l / len_ns));
+		e.t0 = L;
+		nc__slope_from_ns(rate * (1 + adj), &e);
+		nc__clamp_slope(old, &e); /* readers past L were handed at least this */
+		e.c0 = nc__c0_for(L, cl, e.mi, e.mf);
+	}
+	e.span = ((int64_t)(t - e.t0) > 0 ? t - e.t0 : 0) + span;
+	publish(&e);
+	record(&ti, rate, rate_ppm, err);
+}
+
+/* ---- the timeline's entries ---- */
+static void wall_refresh(const struct nc__epoch *old, uint64_t t)
+{
+	uint64_t seq = nc__latch_seq(&nc_impl_g.wall);
+	nc__events_check(); /* a suspend, a jump, a stop: seen within a period */
+	if (nc__latch_seq(&nc_impl_g.wall) != seq)
+		return; /* re-tied meanwhile (the counter stopped) */
+	wall_update(old, t, WHY_PERIOD);
+}
+
+/* The counter changed under Unix time (it stopped): tie again. */
+static void wall_counter_changed(void)
+{
+	W.have = 0;
+	wall_update(NULL, nc__counter_read(), WHY_FIRST);
+}
+
+static void wall_system_clock(int set)
+{
+	if (!set)
+		return; /* a rate change is followed at the end of the epoch */
+	struct nc__epoch old;
+	uint64_t kind;
+	nc__line_read(&nc_impl_g.wall, &old, &kind);
+	wall_update(&old, nc__timeline_counter(&nc__wall_timeline, kind), WHY_SET);
+}
+
+uint32_t nc__wall_steps(void) { return __atomic_load_n(&W.steps, __ATOMIC_RELAXED); }
+
+const struct nc__timeline nc__wall_timeline = {
+	.name = "nc_unix_ns",
+	.line = &nc_impl_g.wall,
+	.read = wall_read,
+	.refresh = wall_refresh,
+	.counter_changed = wall_counter_changed,
+	.system_clock = wall_system_clock,
+	.steps = nc__wall_steps,
+};
+
+void nc__wall_start(double period_ms)
+{
+	if (period_ms > 0)
+		W.period_ns = period_ms * 1e6;
+	wall_update(NULL, nc__counter_read(), WHY_FIRST);
+}
+
+void nc__wall_set_period(double ms) { W.period_ns = ms * 1e6; /* from the next refresh on */ }
+double nc__wall_period_ms(void) { return W.period_ns / 1e6; }
+
+void nc__wall_retie(void)
+{
+	struct nc__epoch old;
+	uint64_t kind;
+	nc__line_read(&nc_impl_g.wall, &old, &kind);
+	uint64_t t = nc__timeline_counter(&nc__wall_timeline, kind);
+	wall_update(&old, t, WHY_SET);
+}
+
+void nc__wall_status(struct nc_unix_status *st, struct nc__kclock *k, int *have_k)
+{
+	*have_k = nc__ref.kclock(k) == 0;
+	double age_s = (double)(nc__mono_raw_ns() - W.tie_raw) / 1e9;
+	/* the kernel's rate moved since the tie (by what adjtimex states, and
+	 * by what its PLL or an adjtime() may): the line follows from its next
+	 * epoch; until then it drifts by that much */
+	double moved_ppm = 0;
+	if (*have_k && W.have_k)
+		moved_ppm = fabs(nc__kclock_rate_ppm(k) - nc__kclock_rate_ppm(&W.k));
+	moved_ppm += kernel_slew_ppm(k, *have_k);
+	st->tie_halfwidth_ns = W.hw_ns;
+	st->tie_age_s = age_s;
+	st->tie_error_ns = W.hw_ns + fabs(W.err_ns) + age_s * (W.rate_ppm + moved_ppm) * 1e3;
+	st->steps = __atomic_load_n(&W.steps, __ATOMIC_RELAXED);
+	st->refreshes = __atomic_load_n(&W.refreshes, __ATOMIC_RELAXED);
+}

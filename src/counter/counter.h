@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/* The counters (src/counter/): one file per counter, the machine facts
+ * they need, the selection policy, and the counter in use.
+ *
+ *   registry.c  counters the application or the tests register
+ *   machine.c, cpuid.c, stated.c  what the machine and the OS tell
+ *   x86_tsc.c ... os_clock.c  one file per counter
+ *   check.c, trap.c, extend.c  probing, fault trapping, narrow counters
+ *   select.c    the choice among the candidates
+ *   current.c   the counter in use (owner of its state)
+ *
+ * Depends on src/base/ only. */
+#ifndef NC_COUNTER_H
+#define NC_COUNTER_H
+
+#include "../base/compiler.h"
+#include "../base/config.h"
+#include "../base/refclock.h"
+#include "nanoclock_info.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- cpuid.c: x86 CPUID, read once (zeros elsewhere) ---- */
+struct nc__cpuid {
+	int valid, tsc, rdtscp, invariant, hypervisor;
+	uint32_t max_leaf, max_hv_leaf;
+	char hv_sig[13];
+	uint32_t leaf15[3];  /* EAX (denominator), EBX (numerator), ECX (crystal Hz) */
+	uint32_t hv_tsc_khz; /* leaf 40000010h EAX, 0 if absent */
+};
+NC_HIDDEN const struct nc__cpuid *nc__cpuid(void);
+
+/* ---- machine.c: what the machine and the OS tell (read once at init) ---- */
+struct nc__machine {
+	struct nc_kernel_view kv;     /* reported as is by nanoclock info */
+	const struct nc__cpuid *cpuid;
+	double cpuinfo_mhz;           /* /proc/cpuinfo "cpu MHz" of the first CPU, 0 if none */
+	int tsc_known_freq;           /* the kernel took the TSC rate from hardware/hypervisor */
+	int tsc_user_disabled;        /* prctl(PR_GET_TSC): RDTSC faults in this thread */
+	char unreadable[48];          /* "/proc and /sys not readable", ... ("" if both were) */
+};
+NC_HIDDEN void nc__machine_read(struct nc__machine *m);
+
+/* ---- stated.c ---- */
+NC_HIDDEN void nc__src_set(struct nc_hz_source *s, const char *name, double hz,
+			   double resolution_hz, const char *reason);
+/* The kernel's counter-to-ns conversion in the perf_event mmap page.  Slow
+ * (perf_event_open can take 10 ms on an idle VM): never on the first call. */
+NC_HIDDEN void nc__src_perf_page(struct nc_hz_source *s);
+
+/* ---- the counters ---- */
+struct nc__counter {
+	const char *name;
+	const char *what;              /* one-line description */
+	uint64_t kind;                 /* NC_IMPL_KIND_*: read inline, or CALL */
+	uint64_t (*read)(void *ctx);   /* unordered */
+	uint64_t (*read_ordered)(void *ctx);
+	void *ctx;
+	unsigned bits;                 /* counter width; < 64 is extended (extend.c) */
+	double penalty_ns;             /* selection penalty (select.c) */
+	double fixed_hz;               /* > 0: exact rate by definition, no calibration */
+	int trap;                      /* probe with faults trapped (nothing can tell
+					  in advance whether a read faults) */
+	/* frequencies the hardware/OS state for it, cheap ones only; NULL: none */
+	int (*stated)(const struct nc__machine *m, struct nc_hz_source *out, int max);
+	/* 0 if it may be used on this machine, else NC_ENOCOUNTER and why[];
+	 * NULL: always */
+	int (*available)(const struct nc__machine *m, char *why, size_t whylen);
+};
+#if defined(__x86_64__) || defined(__i386__)
+NC_HIDDEN extern const struct nc__counter nc__counter_tsc;
+#endif
+#if defined(__aarch64__)
+NC_HIDDEN extern const struct nc__counter nc__counter_cntvct;
+NC_HIDDEN extern const struct nc__counter nc__counter_cntvctss;
+#endif
+#if defined(__powerpc64__)
+NC_HIDDEN extern const struct nc__counter nc__counter_timebase;
+#endif
+#if defined(__riscv) && __riscv_xlen == 64
+NC_HIDDEN extern const struct nc__counter nc__counter_rdtime;
+#endif
+NC_HIDDEN extern const struct nc__counter nc__counter_mono_raw;
+NC_HIDDEN extern const struct nc__counter nc__counter_mono;
+NC_HIDDEN extern const struct nc__counter nc__counter_gettimeofday;
+/* This architecture's hardware counter for this machine, or NULL. */
+NC_HIDDEN const struct nc__counter *nc__hw_counter(const struct nc__machine *m);
+
+/* ---- registry.c: registrations.  Initialisation freezes them (after
+ * which nc_set_counter and nc__test_add_candidate return NC_EBUSY) and
+ * hands them to selection.  Guarded by the registry's own lock
+ * (registry.c), which nothing else takes. ---- */
+#define NC_MAX_REGISTERED 7
+struct nc__registered {
+	const struct nc__counter *app;  /* nc_set_counter's, or NULL */
+	const struct nc__counter *test[NC_MAX_REGISTERED - 1];
+	int ntest;
+	double app_ppm, app_ms;         /* nc_set_calibration_target, 0 if not set */
+};
+NC_HIDDEN void nc__registry_freeze(struct nc__registered *out);
+NC_HIDDEN int nc__test_add_candidate(const struct nc_counter_spec *spec);
+
+/* ---- extend.c: counters narrower than 64 bits ---- */
+struct nc__ext {
+	const struct nc__counter *raw;
+	uint64_t mask;
+	uint64_t last_raw, ext;
+	int64_t last_os;
+	uint64_t first_ext; /* the first read: a rough rate before hz is known */
+	int64_t first_os;
+	double hz;         /* 0 until known: then wraps are also counted by time */
+	int started;
+	long backsteps;    /* raw values that went backwards (see extend.c) */
+	/* the last (raw, extended) pair, latched for readers that find the
+	 * extension busy (a signal handler interrupting a read) */
+	uint64_t pub_seq, pub_raw[2], pub_ext[2];
+	int64_t pub_os[2];
+	struct nc__counter wrapped; /* reads the extended value */
+};
+NC_HIDDEN void nc__ext_init(struct nc__ext *e, const struct nc__counter *raw);
+NC_HIDDEN void nc__ext_set_hz(struct nc__ext *e, double hz);
+/* The pure core: the next extended value for raw value `raw` read at OS
+ * time os_ns (caller serialises). */
+NC_HIDDEN uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns);
+/* its lock, for fork (taken after nc__lib_lock) */
+NC_HIDDEN void nc__ext_lock(void);
+NC_HIDDEN void nc__ext_unlock(void);
+
+/* ---- trap.c: run code that may fault ---- */
+/* Runs fn(arg) with SIGILL, SIGSEGV, SIGBUS and SIGFPE trapped for this
+ * thread.  Returns 0, or the signal number if fn faulted.  The process's
+ * handlers and this thread's signal mask are restored exactly. */
+NC_HIDDEN int nc__trap_run(void (*fn)(void *), void *arg);
+
+/* ---- check.c ---- */
+/* Read a counter n times: 0 if it never decreased and advanced at least
+ * once; resolution = smallest nonzero step, cost in ns per read.  Else
+ * NC_ENOCOUNTER (it went backwards) or NC_CHECK_STILL (it did not move),
+ * with why[] filled. */
+#define NC_CHECK_STILL 1
+NC_HIDDEN int nc__counter_check(const struct nc__counter *c, int n, uint64_t *resolution,
+				double *cost_ns, char *why, size_t whylen);
+
+/* ---- select.c ---- */
+struct nc__selection {
+	const struct nc__counter *use; /* selected (extended if narrow) */
+	int index;                     /* in cands */
+	struct nc__ext *ext;           /* its extension state if narrow, else NULL */
+	int status;                    /* 0 or NC_ENOCOUNTER (forced one failed) */
+	char forced[32];               /* the counter asked for ("" if none) */
+	const char *forced_by;         /* "NANOCLOCK_COUNTER", "the application" or NULL */
+	char error[192];               /* why the forced one was not used */
+};
+NC_HIDDEN void nc__select(const struct nc__machine *m, const struct nc__registered *reg,
+			  const char *env_counter, struct nc_candidate *cands, int *n,
+			  struct nc__selection *sel);
+/* After the selected one failed later (calibration): pick the next best. */
+NC_HIDDEN void nc__select_next(struct nc_candidate *cands, int n, const char *why,
+			       struct nc__selection *sel);
+
+/* ---- current.c: the counter in use.  Chosen at initialisation; changed
+ * once at most afterwards, to CLOCK_MONOTONIC_RAW, if it stops.  Guarded
+ * by nc__lib_lock; the pointer to the counter is also read without it
+ * (an acquire load). ---- */
+/* Initialisation: the machine facts and the choice (env_counter: the
+ * NANOCLOCK_COUNTER value, env_why: why it was refused, or ""). */
+NC_HIDDEN void nc__counter_choose(const struct nc__registered *reg, const char *env_counter,
+				  const char *env_why);
+/* 0, or NC_ENOCOUNTER when a forced counter could not be used. */
+NC_HIDDEN int nc__counter_status(void);
+/* The selected counter failed (calibration): the next best. */
+NC_HIDDEN void nc__counter_next(const char *why);
+/* Initialisation, after calibration: how it is read, why it was chosen;
+ * rate_hz for the extension of a narrow counter. */
+NC_HIDDEN void nc__counter_settle(double rate_hz);
+NC_HIDDEN const struct nc__counter *nc__counter(void);
+NC_HIDDEN uint64_t nc__counter_kind(void);   /* NC_IMPL_KIND_* of the counter in use */
+NC_HIDDEN int nc__counter_inline(void);      /* the fast path may read it inline */
+NC_HIDDEN uint64_t nc__counter_resolution(void);
+NC_HIDDEN const struct nc__machine *nc__counter_machine(void);
+/* The counter in use, ordered (out of line). */
+NC_HIDDEN uint64_t nc__counter_read(void);
+/* The counter stopped: CLOCK_MONOTONIC_RAW from now on (lock held). */
+NC_HIDDEN void nc__counter_fall_back(void);
+/* For nc_get_info (lock held). */
+struct nc_info;
+NC_HIDDEN void nc__counter_info(struct nc_info *o);
+NC_HIDDEN const char *nc__counter_policy(void);
+
+#endif

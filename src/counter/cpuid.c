@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/* x86 CPUID, read once per process: the only place the library executes
+ * CPUID.  The TSC driver, the kernel view and the stated frequencies all
+ * use this one record.  Elsewhere the record is all zeros (valid == 0). */
+#include "counter.h"
+
+#include <pthread.h>
+#include <string.h>
+
+static struct nc__cpuid id;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+static void leaf(uint32_t l, uint32_t sub, uint32_t r[4])
+{
+	__cpuid_count(l, sub, r[0], r[1], r[2], r[3]);
+}
+
+static void read_all(void)
+{
+	uint32_t r[4];
+	/* i386 parts without CPUID exist in theory; __get_cpuid_max checks */
+	if (__get_cpuid_max(0, NULL) == 0)
+		return;
+	id.valid = 1;
+	leaf(0, 0, r);
+	id.max_leaf = r[0];
+	leaf(1, 0, r);
+	id.tsc = (r[3] >> 4) & 1;
+	id.hypervisor = (r[2] >> 31) & 1;
+	leaf(0x80000000u, 0, r);
+	uint32_t max_ext = r[0];
+	if (max_ext >= 0x80000001u) {
+		leaf(0x80000001u, 0, r);
+		id.rdtscp = (r[3] >> 27) & 1;
+	}
+	if (max_ext >= 0x80000007u) {
+		leaf(0x80000007u, 0, r);
+		id.invariant = (r[3] >> 8) & 1;
+	}
+	if (id.max_leaf >= 0x15) {
+		/* TSC = crystal (ECX) * EBX / EAX */
+		leaf(0x15, 0, r);
+		id.leaf15[0] = r[0];
+		id.leaf15[1] = r[1];
+		id.leaf15[2] = r[2];
+	}
+	if (id.hypervisor) {
+		leaf(0x40000000u, 0, r);
+		id.max_hv_leaf = r[0];
+		memcpy(id.hv_sig, &r[1], 4);
+		memcpy(id.hv_sig + 4, &r[2], 4);
+		memcpy(id.hv_sig + 8, &r[3], 4);
+		id.hv_sig[12] = 0;
+		/* the timing leaf (VMware's convention, also KVM's and others'):
+		 * only where the hypervisor's range reaches it */
+		if (id.max_hv_leaf >= 0x40000010u && id.max_hv_leaf < 0x40010000u) {
+			leaf(0x40000010u, 0, r);
+			id.hv_tsc_khz = r[0];
+		}
+	}
+}
+#else
+static void read_all(void) {}
+#endif
+
+const struct nc__cpuid *nc__cpuid(void)
+{
+	pthread_once(&once, read_all);
+	return &id;
+}

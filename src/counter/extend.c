@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/* Counters narrower than 64 bits (a 32-bit device clock, a 56-bit timer)
+ * are extended to 64 bits here.
+ *
+ * Each read takes the raw value and CLOCK_MONOTONIC_RAW under a lock and
+ * adds the step since the previous read to a 64-bit total.  The step is
+ * the difference modulo 2^bits, plus whole wrap periods when the OS clock
+ * says more than half a period passed: so wraps are counted even if nobody
+ * read the counter for hours.  The rate for that is the calibrated one, or
+ * before calibration ends a rough one from the reads since the first.  A raw value just
+ * below the previous one (a counter running backwards, or two CPUs
+ * disagreeing) would look like an almost full wrap; when the OS clock
+ * says that much time cannot have passed, the step is taken as zero and
+ * counted as a backward step, which selection rejects.  Before any rate is
+ * known (the first 10 us of reads), a jump of more than half a period
+ * cannot be told from a backward step and is counted as one.
+ * The lock makes reads of narrow counters cost a mutex and a vDSO call:
+ * they are a fallback for devices, not a fast path.  A read never waits
+ * for it: one that finds it taken (a signal handler that interrupted a
+ * read, another thread reading) extends from the last published value
+ * without storing anything. */
+#include "counter.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+/* ext_lock guards every nc__ext (a narrow counter is read through the
+ * library, never inline) */
+static pthread_mutex_t ext_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Ticks per ns: the calibrated rate, or until there is one (selection and
+ * calibration read through here too) a rough one from the reads so far,
+ * with its relative error (1 us of OS-clock jitter over the span).
+ * 0 if neither. */
+static double ext_rate(const struct nc__ext *e, double *rel_err)
+{
+	*rel_err = 0;
+	if (e->hz > 0)
+		return e->hz / 1e9;
+	int64_t span = e->last_os - e->first_os;
+	if (!e->started || span < 10000 || e->ext <= e->first_ext)
+		return 0;
+	*rel_err = 1000.0 / (double)span;
+	return (double)(e->ext - e->first_ext) / (double)span;
+}
+
+uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns)
+{
+	raw &= e->mask;
+	if (!e->started) {
+		e->started = 1;
+		e->last_raw = raw;
+		e->ext = raw;
+		e->last_os = os_ns;
+		e->first_ext = raw;
+		e->first_os = os_ns;
+		return e->ext;
+	}
+	double period = (double)e->mask + 1.0;
+	uint64_t delta = (raw - e->last_raw) & e->mask;
+	/* a rough rate is trusted only for gaps its error cannot turn into a
+	 * wrong count of periods */
+	double rel_err, rate = ext_rate(e, &rel_err);
+	double expect = -1; /* ticks the OS clock says passed; < 0: unknown */
+	if (rate > 0 && os_ns >= e->last_os) {
+		expect = (double)(os_ns - e->last_os) * rate;
+		if (expect * rel_err >= period / 4)
+			expect = -1;
+	}
+	if (expect >= period / 2) {
+		/* long gap: whole periods from the OS clock, rest from the counter */
+		double k = nearbyint((expect - (double)delta) / period);
+		if (k > 0)
+			delta += (uint64_t)k * (e->mask + 1);
+	} else if ((double)delta > period / 2 &&
+		   (expect < 0 || (double)delta > expect + period / 4)) {
+		/* keep measuring from the highest value seen, and from the time
+		 * it was seen: a later read is then judged against the whole gap
+		 * (taking "now" here made every read after one late stamp look
+		 * like another backward step) */
+		e->backsteps++;
+		return e->ext;
+	}
+	e->ext += delta;
+	e->last_raw = raw;
+	e->last_os = os_ns;
+	return e->ext;
+}
+
+/* The last (raw, extended, OS time) triple, for readers that find the
+ * extension busy: a latch (src/base/latch.c explains the pattern). */
+static void publish(struct nc__ext *e)
+{
+	uint64_t s = __atomic_load_n(&e->pub_seq, __ATOMIC_RELAXED);
+	for (int i = 0; i < 2; i++) {
+		__atomic_store_n(&e->pub_seq, s + 1 + (uint64_t)i, __ATOMIC_RELEASE);
+		NC_WFENCE();
+		NC_ST(e->pub_raw[i], e->last_raw);
+		NC_ST(e->pub_ext[i], e->ext);
+		NC_ST(e->pub_os[i], e->last_os);
+	}
+}
+
+/* The extension busy (a signal handler interrupted a read on its thread,
+ * or another thread is reading): extend from the last published triple
+ * on a private copy, counting wraps the same way, storing nothing. */
+static uint64_t extend_aside(struct nc__ext *e, uint64_t raw, int64_t os_ns)
+{
+	struct nc__ext tmp = *e; /* mask, hz and the first read are set before any reader */
+	for (;;) {
+		uint64_t s = __atomic_load_n(&e->pub_seq, __ATOMIC_ACQUIRE);
+		tmp.last_raw = NC_LD(e->pub_raw[s & 1]);
+		tmp.ext = NC_LD(e->pub_ext[s & 1]);
+		tmp.last_os = NC_LD(e->pub_os[s & 1]);
+		NC_RFENCE();
+		if (s == NC_LD(e->pub_seq))
+			break;
+	}
+	if (!tmp.started || (tmp.last_raw | tmp.ext) == 0)
+		return raw & e->mask;
+	return nc__ext_step(&tmp, raw, os_ns);
+}
+
+/* The OS time of a raw read is taken on both sides of it: a thread
+ * preempted between the two would stamp the value late, and a stamp late by
+ * half a period miscounts a wrap.  A wide pair is read again. */
+static uint64_t ext_read_with(struct nc__ext *e, uint64_t (*rd)(void *))
+{
+	if (pthread_mutex_trylock(&ext_lock) != 0) {
+		int64_t a = nc__mono_raw_ns();
+		uint64_t raw = rd(e->raw->ctx);
+		int64_t b = nc__mono_raw_ns();
+		return extend_aside(e, raw, a + (b - a) / 2);
+	}
+	double rel_err, rate = ext_rate(e, &rel_err);
+	/* an eighth of a period, or 20 us while the rate is unknown */
+	double max_ns = rate > 0 ? ((double)e->mask + 1.0) / rate / 8 : 20000;
+	int64_t os1, os2;
+	uint64_t raw;
+	for (int tries = 0;; tries++) {
+		os1 = nc__mono_raw_ns();
+		raw = rd(e->raw->ctx);
+		os2 = nc__mono_raw_ns();
+		if ((double)(os2 - os1) <= max_ns || tries == 15)
+			break;
+	}
+	uint64_t v = nc__ext_step(e, raw, os1 + (os2 - os1) / 2);
+	publish(e);
+	pthread_mutex_unlock(&ext_lock);
+	return v;
+}
+
+static uint64_t ext_read(void *ctx)
+{
+	struct nc__ext *e = ctx;
+	return ext_read_with(e, e->raw->read);
+}
+
+static uint64_t ext_read_ordered(void *ctx)
+{
+	struct nc__ext *e = ctx;
+	return ext_read_with(e, e->raw->read_ordered);
+}
+
+void nc__ext_init(struct nc__ext *e, const struct nc__counter *raw)
+{
+	memset(e, 0, sizeof(*e));
+	e->raw = raw;
+	e->mask = raw->bits >= 64 ? UINT64_MAX : (UINT64_C(1) << raw->bits) - 1;
+	e->wrapped = *raw;
+	e->wrapped.kind = NC_IMPL_KIND_CALL;
+	e->wrapped.read = ext_read;
+	e->wrapped.read_ordered = ext_read_ordered;
+	e->wrapped.ctx = e;
+	e->wrapped.bits = 64;
+}
+
+void nc__ext_set_hz(struct nc__ext *e, double hz)
+{
+	pthread_mutex_lock(&ext_lock);
+	e->hz = hz;
+	pthread_mutex_unlock(&ext_lock);
+}
+
+void nc__ext_lock(void) { pthread_mutex_lock(&ext_lock); }
+void nc__ext_unlock(void) { pthread_mutex_unlock(&ext_lock); }

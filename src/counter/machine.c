@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/* What the machine and the kernel tell about the clocks, read once at
+ * initialisation, for the report and for the counters' own rules.  Files
+ * come from /sys and /proc (nothing is required: in a container without
+ * them every field says "unknown", the stated rates they carry are absent,
+ * the rate is measured, and the policy line says so), CPU facts from
+ * cpuid.c. */
+#include "counter.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
+
+static int read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re"); /* close-on-exec: no fd leaks into a child another thread execs */
+	if (!f) {
+		buf[0] = 0;
+		return -1;
+	}
+	if (!fgets(buf, (int)len, f))
+		buf[0] = 0;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	/* trailing blanks (available_clocksource ends with one) */
+	size_t n = strlen(buf);
+	while (n && buf[n - 1] == ' ')
+		buf[--n] = 0;
+	return 0;
+}
+
+static int has_word(const char *list, const char *w)
+{
+	size_t n = strlen(w);
+	for (const char *p = list; (p = strstr(p, w)) != NULL; p += n) {
+		int start = p == list || p[-1] == ' ' || p[-1] == '\t';
+		int end = p[n] == 0 || p[n] == ' ' || p[n] == '\t' || p[n] == '\n';
+		if (start && end)
+			return 1;
+	}
+	return 0;
+}
+
+/* /proc/cpuinfo: the first CPU's TSC flags and "cpu MHz" (x86 prints the
+ * kernel's TSC rate there when it has no APERF/MPERF: a stated source,
+ * cross-checked like the others).  Only the first block is read. */
+static int read_cpuinfo(struct nc__machine *m)
+{
+	struct nc_kernel_view *kv = &m->kv;
+	FILE *f = fopen("/proc/cpuinfo", "re");
+	if (!f)
+		return -1;
+	char line[4096];
+	int have_flags = 0, have_mhz = 0;
+	while (!(have_flags && have_mhz) && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, ':');
+		if (!p)
+			continue;
+		if (!have_mhz && strncmp(line, "cpu MHz", 7) == 0) {
+			have_mhz = 1;
+			char *end;
+			double v = strtod(p + 1, &end);
+			if (end != p + 1 && v > 0 && v < 1e6)
+				m->cpuinfo_mhz = v;
+		} else if (!have_flags && strncmp(line, "flags", 5) == 0) {
+			have_flags = 1;
+			static const char *const want[] = {"constant_tsc", "nonstop_tsc",
+							   "tsc_reliable", "tsc_known_freq",
+							   "tsc_adjust", "rdtscp"};
+			for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+				if (has_word(p + 1, want[i])) {
+					size_t l = strlen(kv->cpuinfo_tsc_flags);
+					snprintf(kv->cpuinfo_tsc_flags + l,
+						 sizeof(kv->cpuinfo_tsc_flags) - l, "%s%s",
+						 l ? " " : "", want[i]);
+				}
+			m->tsc_known_freq = has_word(p + 1, "tsc_known_freq");
+		} else if (strncmp(line, "processor", 9) == 0 && (have_flags || have_mhz)) {
+			break; /* the second CPU's block */
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+/* The kernel's own opinion of the TSC: reported, never obeyed (see the
+ * TSC policy in counters/x86_tsc.c). */
+static void tsc_distrust(struct nc_kernel_view *kv)
+{
+	kv->tsc_unstable = -1;
+	if (kv->cpuid_tsc != 1)
+		return;
+	char cmd[2048];
+	int have_cmd = read_line("/proc/cmdline", cmd, sizeof(cmd)) == 0;
+	if (has_word(cmd, "tsc=unstable")) {
+		kv->tsc_unstable = 1;
+		snprintf(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),
+			 "boot parameter tsc=unstable");
+	} else if (kv->available_clocksources[0] && !has_word(kv->available_clocksources, "tsc")) {
+		kv->tsc_unstable = 1;
+		snprintf(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),
+			 "tsc is not among the kernel's clocksources");
+	} else if (kv->available_clocksources[0]) {
+		kv->tsc_unstable = 0;
+		snprintf(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),
+			 "tsc is a registered clocksource");
+	} else if (!have_cmd) {
+		snprintf(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),
+			 "/proc/cmdline and the clocksource list are not readable");
+	}
+}
+
+void nc__machine_read(struct nc__machine *m)
+{
+	memset(m, 0, sizeof(*m));
+	struct nc_kernel_view *kv = &m->kv;
+	int sys_ok = read_line("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+			       kv->clocksource, sizeof(kv->clocksource)) == 0;
+	read_line("/sys/devices/system/clocksource/clocksource0/available_clocksource",
+		  kv->available_clocksources, sizeof(kv->available_clocksources));
+
+	const struct nc__cpuid *c = nc__cpuid();
+	m->cpuid = c;
+	kv->cpuid_tsc = c->valid ? c->tsc : -1;
+	kv->cpuid_rdtscp = c->valid ? c->rdtscp : -1;
+	kv->cpuid_invariant_tsc = c->valid ? c->invariant : -1;
+	kv->cpuid_hypervisor = c->valid ? c->hypervisor : -1;
+	snprintf(kv->hypervisor, sizeof(kv->hypervisor), "%s", c->hv_sig);
+
+	int proc_ok = read_cpuinfo(m) == 0;
+	tsc_distrust(kv);
+	/* A minimal container: said in the policy line (init.c), so that
+	 * `nanoclock info` explains the unknowns and the measured rate. */
+	if (!sys_ok || !proc_ok)
+		snprintf(m->unreadable, sizeof(m->unreadable), "%s not readable",
+			 !sys_ok && !proc_ok ? "/proc and /sys" : !sys_ok ? "/sys" : "/proc");
+#if defined(__linux__) && defined(PR_GET_TSC) && (defined(__x86_64__) || defined(__i386__))
+	/* RDTSC disabled for this thread (a sandbox, a record/replay tool):
+	 * the TSC is not a candidate.  Asking beats executing and trapping. */
+	int mode = 0;
+	if (prctl(PR_GET_TSC, &mode, 0, 0, 0) == 0 && mode == PR_TSC_SIGSEGV)
+		m->tsc_user_disabled = 1;
+#endif
+}

@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Choosing the counter, by measurement, once per process.
+ *
+ * Candidates, in order: the application's registered counter, the tests'
+ * injected ones, this architecture's hardware counter, then the OS clocks
+ * CLOCK_MONOTONIC_RAW, CLOCK_MONOTONIC and gettimeofday — the last always
+ * works, so selection never fails.
+ *
+ * Each candidate (phase by phase, in evaluate_one):
+ *   1. its own availability rule (e.g. the TSC policy in x86_tsc.c), which
+ *      asks the system (CPUID, prctl, HWCAP) rather than trying;
+ *   2. read 1000 times back to back — with faults trapped only for
+ *      counters nothing can vouch for (an application's): it must never
+ *      decrease and must advance (a coarse counter gets up to 10 rounds);
+ *      the smallest nonzero step is its resolution, the time per read its
+ *      cost;
+ *   3. its rate: exact for OS clocks, else the first stated source, else a
+ *      20 us rough measurement — only to express the resolution in ns.
+ * Policy (score_and_pick): the lowest resolution_ns + cost_ns + penalty_ns
+ * wins.  Penalties say what the two measured numbers cannot: 0 for a
+ * hardware counter read inline; 100 ns for CLOCK_MONOTONIC_RAW (a call, and
+ * the kernel decides what it reads); 150 ns for CLOCK_MONOTONIC (NTP slews
+ * its rate, which nc_now_ns does not track); 1 ms for gettimeofday
+ * (realtime: it can be set backwards).  A hardware counter therefore wins
+ * unless it is truly coarse (resolution above ~100 ns) or slow to read (a
+ * trapping read in a VM costs microseconds).
+ * The forced choice is decided here and only here: NANOCLOCK_COUNTER, else
+ * the application's counter.  The environment wins, because the operator
+ * running the program has the last word.  A forced counter that is unknown
+ * or fails gives NC_ENOCOUNTER; the clock still runs on the best counter.
+ */
+#include "counter.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CHECK_READS 1000
+#define CHECK_ROUNDS 10
+#define ROUGH_NS 20000 /* 1e-3 relative: plenty to state a resolution in ns */
+
+/* Per-candidate state kept for the whole process: the selected one (and
+ * its extension, if narrow) is used for every read. */
+static const struct nc__counter *uses[NC_MAX_CANDIDATES];
+static struct nc__ext exts[NC_MAX_CANDIDATES];
+static int ext_used[NC_MAX_CANDIDATES];
+
+static int build_list(const struct nc__machine *m, const struct nc__registered *reg,
+		      const struct nc__counter **l)
+{
+	int n = 0;
+	if (reg->app)
+		l[n++] = reg->app;
+	for (int i = 0; i < reg->ntest; i++)
+		l[n++] = reg->test[i];
+	const struct nc__counter *hw = nc__hw_counter(m);
+	if (hw)
+		l[n++] = hw;
+	l[n++] = &nc__counter_mono_raw;
+	l[n++] = &nc__counter_mono;
+	l[n++] = &nc__counter_gettimeofday;
+	return n;
+}
+
+struct eval {
+	const struct nc__counter *c;
+	const struct nc__machine *m;
+	int rc;
+	uint64_t res;
+	double cost, hz;
+	char hz_src[24];
+	char why[160];
+};
+
+static void rough_rate(struct eval *ev)
+{
+	const struct nc__counter *c = ev->c;
+	int64_t r0 = nc__mono_raw_ns(), r1;
+	uint64_t t0 = c->read_ordered(c->ctx), t1;
+	do {
+		r1 = nc__mono_raw_ns();
+	} while (r1 - r0 < ROUGH_NS && r1 >= r0);
+	t1 = c->read_ordered(c->ctx);
+	if (t1 <= t0 || r1 <= r0) {
+		ev->rc = NC_ENOCOUNTER;
+		snprintf(ev->why, sizeof(ev->why), "did not advance over %d us of CLOCK_MONOTONIC_RAW",
+			 ROUGH_NS / 1000);
+		return;
+	}
+	ev->hz = (double)(t1 - t0) * 1e9 / (double)(r1 - r0);
+	snprintf(ev->hz_src, sizeof(ev->hz_src), "rough (%d us)", ROUGH_NS / 1000);
+	if (!nc__hz_valid(ev->hz)) {
+		ev->rc = NC_ENOCOUNTER;
+		snprintf(ev->why, sizeof(ev->why), "rate %.3g Hz outside 1 kHz .. 100 GHz", ev->hz);
+	}
+}
+
+/* Phase 2 and 3: everything that reads the candidate (under the fault
+ * trap when the counter asks for it). */
+static void read_checks(void *arg)
+{
+	struct eval *ev = arg;
+	const struct nc__counter *c = ev->c;
+	for (int i = 0; i < 16; i++) /* first touch: a forbidden read faults here */
+		(void)c->read(c->ctx);
+	for (int round = 0; round < CHECK_ROUNDS; round++) {
+		ev->rc = nc__counter_check(c, CHECK_READS, &ev->res, &ev->cost, ev->why,
+					   sizeof(ev->why));
+		if (ev->rc != NC_CHECK_STILL)
+			break; /* passed, or went backwards: reading longer cannot help */
+	}
+	if (ev->rc) {
+		ev->rc = NC_ENOCOUNTER;
+		return;
+	}
+	if (c->fixed_hz > 0) {
+		ev->hz = c->fixed_hz;
+		snprintf(ev->hz_src, sizeof(ev->hz_src), "exact");
+		return;
+	}
+	if (c->stated) {
+		struct nc_hz_source s[NC_MAX_HZ_SOURCES];
+		int n = c->stated(ev->m, s, NC_MAX_HZ_SOURCES);
+		for (int i = 0; i < n; i++)
+			if (nc__hz_valid(s[i].hz)) {
+				ev->hz = s[i].hz;
+				snprintf(ev->hz_src, sizeof(ev->hz_src), "%s", s[i].name);
+				return;
+			}
+	}
+	rough_rate(ev);
+}
+
+static const char *sig_name(int sig)
+{
+	switch (sig) {
+	case 4: return "SIGILL";
+	case 11: return "SIGSEGV";
+	case 7: case 10: return "SIGBUS";
+	case 8: return "SIGFPE";
+	default: return "a signal";
+	}
+}
+
+/* Phases 1-3 for candidate i; fills cands[i]. */
+static void evaluate_one(const struct nc__machine *m, const struct nc__counter *c,
+			 struct nc_candidate *ci, int i)
+{
+	snprintf(ci->name, sizeof(ci->name), "%s", c->name);
+	snprintf(ci->what, sizeof(ci->what), "%s", c->what ? c->what : "");
+	ci->penalty_ns = c->penalty_ns;
+	ci->status = NC_CAND_REJECTED;
+	uses[i] = c;
+	ext_used[i] = 0;
+	char why[160] = "";
+	if (c->available && c->available(m, why, sizeof(why)) != 0) {
+		snprintf(ci->reason, sizeof(ci->reason), "%s", why[0] ? why : "not available");
+		return;
+	}
+	if (c->bits < 64) {
+		nc__ext_init(&exts[i], c);
+		ext_used[i] = 1;
+		uses[i] = &exts[i].wrapped;
+	}
+	struct eval ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.c = uses[i];
+	ev.m = m;
+	int sig = 0;
+	if (c->trap)
+		sig = nc__trap_run(read_checks, &ev);
+	else
+		read_checks(&ev);
+	if (sig) {
+		snprintf(ci->reason, sizeof(ci->reason), "faulted with %s when read", sig_name(sig));
+		return;
+	}
+	if (ev.rc == 0 && ext_used[i] && exts[i].backsteps) {
+		ev.rc = NC_ENOCOUNTER;
+		snprintf(ev.why, sizeof(ev.why), "went backwards %ld times (modulo 2^%u)",
+			 exts[i].backsteps, c->bits);
+	}
+	if (ev.rc) {
+		snprintf(ci->reason, sizeof(ci->reason), "%s", ev.why);
+		return;
+	}
+	if (ext_used[i])
+		nc__ext_set_hz(&exts[i], ev.hz);
+	ci->status = NC_CAND_USABLE;
+	ci->resolution_ticks = ev.res;
+	ci->hz = ev.hz;
+	snprintf(ci->hz_source, sizeof(ci->hz_source), "%s", ev.hz_src);
+	ci->resolution_ns = (double)ev.res * 1e9 / ev.hz;
+	ci->cost_ns = ev.cost;
+	ci->score = ci->resolution_ns + ci->cost_ns + ci->penalty_ns;
+	snprintf(ci->reason, sizeof(ci->reason), "monotonic and advancing in %d reads%s%s",
+		 CHECK_READS, c->bits < 64 ? "; extended to 64 bits" : "",
+		 strcmp(c->name, "tsc") == 0 && m->kv.tsc_unstable == 1
+			 ? "; kernel distrusts it, our checks pass" : "");
+}
+
+static void set_selected(struct nc_candidate *cands, int i, struct nc__selection *sel)
+{
+	cands[i].status = NC_CAND_SELECTED;
+	sel->use = uses[i];
+	sel->index = i;
+	sel->ext = ext_used[i] ? &exts[i] : NULL;
+}
+
+/* The lowest score among usable candidates; if none passed (a broken OS
+ * clock?), CLOCK_MONOTONIC_RAW anyway: the one fallback rule. */
+static int best_or_fallback(struct nc_candidate *cands, int n)
+{
+	int best = -1;
+	for (int i = 0; i < n; i++)
+		if (cands[i].status == NC_CAND_USABLE &&
+		    (best < 0 || cands[i].score < cands[best].score))
+			best = i;
+	if (best >= 0)
+		return best;
+	for (int i = 0; i < n; i++)
+		if (uses[i] == &nc__counter_mono_raw)
+			best = i;
+	snprintf(cands[best].reason, sizeof(cands[best].reason),
+		 "used although no candidate passed the checks");
+	return best;
+}
+
+/* The forced counter, if any: returns its index, or -1 with sel->status
+ * and sel->error set when it cannot be used. */
+static int pick_forced(const struct nc__registered *reg, const char *env_counter,
+		       struct nc_candidate *cands, int n, struct nc__selection *sel)
+{
+	if (env_counter && *env_counter) {
+		sel->forced_by = "NANOCLOCK_COUNTER";
+		snprintf(sel->forced, sizeof(sel->forced), "%s", env_counter);
+	} else if (reg->app) {
+		sel->forced_by = "the application";
+		snprintf(sel->forced, sizeof(sel->forced), "%s", reg->app->name);
+	} else {
+		return -1;
+	}
+	char q[48];
+	nc__quote(sel->forced, q, sizeof(q)); /* the environment's text, for one-line reasons */
+	for (int i = 0; i < n; i++) {
+		if (strcmp(cands[i].name, sel->forced) != 0)
+			continue;
+		if (cands[i].status == NC_CAND_USABLE)
+			return i;
+		snprintf(sel->error, sizeof(sel->error), "counter '%s' rejected: %.120s", q,
+			 cands[i].reason);
+		sel->status = NC_ENOCOUNTER;
+		return -1;
+	}
+	int l = snprintf(sel->error, sizeof(sel->error), "unknown counter '%s'; candidates:", q);
+	for (int i = 0; i < n && l > 0 && (size_t)l < sizeof(sel->error); i++)
+		l += snprintf(sel->error + l, sizeof(sel->error) - (size_t)l, " %s", cands[i].name);
+	sel->status = NC_ENOCOUNTER;
+	return -1;
+}
+
+void nc__select(const struct nc__machine *m, const struct nc__registered *reg,
+		const char *env_counter, struct nc_candidate *cands, int *n_out,
+		struct nc__selection *sel)
+{
+	const struct nc__counter *list[NC_MAX_CANDIDATES];
+	int n = build_list(m, reg, list);
+	memset(sel, 0, sizeof(*sel));
+	memset(cands, 0, sizeof(*cands) * NC_MAX_CANDIDATES);
+	for (int i = 0; i < n; i++)
+		evaluate_one(m, list[i], &cands[i], i);
+	*n_out = n;
+
+	int f = pick_forced(reg, env_counter, cands, n, sel);
+	if (f >= 0) {
+		size_t l = strlen(cands[f].reason);
+		snprintf(cands[f].reason + l, sizeof(cands[f].reason) - l, "; forced by %s",
+			 sel->forced_by);
+		set_selected(cands, f, sel);
+		return;
+	}
+	set_selected(cands, best_or_fallback(cands, n), sel);
+}
+
+void nc__select_next(struct nc_candidate *cands, int n, const char *why, struct nc__selection *sel)
+{
+	cands[sel->index].status = NC_CAND_REJECTED;
+	snprintf(cands[sel->index].reason, sizeof(cands[sel->index].reason), "%s", why);
+	set_selected(cands, best_or_fallback(cands, n), sel);
+}

@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Measuring the counter's frequency against a reference clock
+ * (CLOCK_MONOTONIC_RAW in the library, a simulation in the tests).
+ *
+ * A sample is a bracket: ordered counter read t1, reference read r, ordered
+ * counter read t2.  The reference was read at some tick inside [t1, t2], so
+ * the pair (mid = (t1+t2)/2, r) is off the true line by at most half the
+ * width.  In practice the reference is read at almost the same place in
+ * every bracket, so that offset is nearly constant and cancels out of the
+ * slope; what remains is the jitter of that place.
+ *
+ * Algorithm:
+ *  1. a warm-up finds the narrowest bracket w0; brackets wider than 2*w0+1
+ *     were interrupted (preemption, an interrupt, a cache miss in the vDSO)
+ *     and are dropped;
+ *  2. brackets are taken back to back and the accepted ones go into a
+ *     streaming least-squares fit r = a + b*mid (running means and
+ *     co-moments: no sample array, any window length), and into bins of
+ *     equal reference time;
+ *  2a. adaptive stop: at checkpoints (125 us of reference time, then every
+ *     25% more) the fit is evaluated; the first calibration stops as soon
+ *     as the stated uncertainty below meets its target (1 ppm by default),
+ *     or at its cap.  Checkpoints a quarter apart rather than doublings:
+ *     after an idle spell the first windows are noisier, and a goal missed
+ *     at 1 ms was met at 2 ms with a third of the uncertainty to spare
+ *     (half the start wasted).  Each checkpoint has 8 to 16 bins;
+ *  3. the slope b is ns per tick, hz = 1e9 / b.  Its standard error is
+ *     sigma / sqrt(Sxx), sigma being the residual scatter, if the scatter
+ *     is independent from bracket to bracket.  It often is not (a timer
+ *     catching up, an emulator, a core changing speed), so the same error
+ *     is also estimated from the means of 8 batches of the window, which
+ *     keep slow wander at full size, and the larger estimate is used
+ *     (this covers wander with periods up to the window's length; slower
+ *     wander is, over the window, a rate change no fit can tell from the
+ *     counter's own, and the longer baselines later average it out).  The
+ *     stated uncertainty is 4 such standard errors (the reference's 1 ns
+ *     quantum puts a floor under sigma), plus a systematic term: half the
+ *     change of the mean bracket width between the first and last quarter
+ *     of the window, over the distance between them (if brackets narrow as
+ *     code warms up, the reference's place in them drifts): the change
+ *     beyond 4 of its standard errors in full, the rest in quadrature.  The worst-case
+ *     bound from bracket widths alone (each end anywhere in its bracket) is
+ *     also reported: it is what a single pair of brackets could guarantee,
+ *     and shrinks as 1/window.
+ *
+ * Later, nc__calib_extend() measures the rate over a much longer baseline:
+ * from the fitted line's centroid (error ~ sigma/sqrt(n)) to one new
+ * narrow bracket (error ~ sigma).  Over 5 s this is a few ppb.
+ */
+#include "rate.h"
+
+#include <math.h>
+#include <string.h>
+
+void nc__take_bracket(const struct nc__calib_io *io, int tries, struct nc__bracket *out)
+{
+	out->width = UINT64_MAX;
+	out->mid = 0;
+	out->ref = 0;
+	for (int i = 0; i < tries; i++) {
+		uint64_t t1 = io->read(io->ctx);
+		int64_t r = io->ref_ns(io->ctx);
+		uint64_t t2 = io->read(io->ctx);
+		uint64_t w = t2 - t1;
+		if (t2 < t1) /* counter went backwards: never accept */
+			continue;
+		if (w < out->width) {
+			out->width = w;
+			out->mid = t1 + w / 2;
+			out->ref = r;
+		}
+	}
+}
+
+#define WARMUP 32
+/* Upper bound on brackets in one calibration, so that a reference clock
+ * that does not advance cannot hang us (about 0.1-0.5 s of work). */
+#define MAX_BRACKETS 4000000L
+/* Batches: the window is cut into bins of equal reference time; at each
+ * checkpoint there are 8 of them (up to 16 between checkpoints: when the
+ * 17th would start, neighbours merge and bins double in width). */
+#define MAX_BINS 16
+#define FIRST_CHECKPOINT_NS 125000.0
+
+/* The streaming least-squares fit r = a + b*mid and the batch bins. */
+struct fit {
+	uint64_t x0;       /* origin of the fit: keeps values small and exact */
+	int64_t r0;
+	uint64_t accept;   /* widest bracket accepted */
+	uint64_t w0;       /* narrowest bracket seen */
+	/* running means and co-moments (Welford): stable in double precision
+	 * for any window, and cheap where long double is emulated in software
+	 * (aarch64, riscv64, ppc64), which would slow each bracket down
+	 * several-fold */
+	double mx, my, cxx, cxy, cyy;
+	uint32_t n, total;
+	double first_y, last_y;
+	uint64_t first_w, last_w;
+	double bin_ns;
+	int nbins;
+	double bn[MAX_BINS], bx[MAX_BINS], by[MAX_BINS], bw[MAX_BINS], bw2[MAX_BINS];
+};
+
+/* Phase 1: the narrowest of a few brackets sets the acceptance width;
+ * brackets wider than 2*w0+1 were interrupted (preemption, an interrupt, a
+ * cache miss in the vDSO) and are dropped. */
+static int warm_up(const struct nc__calib_io *io, struct fit *f)
+{
+	struct nc__bracket b;
+	nc__take_bracket(io, WARMUP, &b);
+	if (b.width == UINT64_MAX)
+		return NC_ECALIB; /* counter only ever went backwards */
+	memset(f, 0, sizeof(*f));
+	f->w0 = b.width;
+	f->accept = 2 * b.width + 1;
+	f->x0 = b.mid;
+	f->r0 = b.ref;
+	f->bin_ns = FIRST_CHECKPOINT_NS / 8;
+	return 0;
+}
+
+static void merge_bins(struct fit *f)
+{
+	for (int k = 0; k < MAX_BINS / 2; k++) {
+		f->bn[k] = f->bn[2 * k] + f->bn[2 * k + 1];
+		f->bx[k] = f->bx[2 * k] + f->bx[2 * k + 1];
+		f->by[k] = f->by[2 * k] + f->by[2 * k + 1];
+		f->bw[k] = f->bw[2 * k] + f->bw[2 * k + 1];
+		f->bw2[k] = f->bw2[2 * k] + f->bw2[2 * k + 1];
+	}
+	for (int k = MAX_BINS / 2; k < MAX_BINS; k++)
+		f->bn[k] = f->bx[k] = f->by[k] = f->bw[k] = f->bw2[k] = 0;
+	f->bin_ns *= 2;
+	f->nbins = MAX_BINS / 2;
+}
+
+/* Phase 2: one bracket t1, r, t2 into the fit.  Returns 1 if accepted. */
+static int fit_add(struct fit *f, uint64_t t1, int64_t r, uint64_t t2)
+{
+	f->total++;
+	if (t2 < t1 || t2 - t1 > f->accept || t1 < f->x0)
+		return 0;
+	uint64_t w = t2 - t1;
+	double x = (double)(t1 - f->x0) + 0.5 * (double)w;
+	double y = (double)(r - f->r0);
+	if (f->n == 0) {
+		f->first_y = y;
+		f->first_w = w;
+	}
+	f->last_y = y;
+	f->last_w = w;
+	f->n++;
+	double dx = x - f->mx, dy = y - f->my;
+	f->mx += dx / f->n;
+	f->my += dy / f->n;
+	f->cxx += dx * (x - f->mx);
+	f->cxy += dx * (y - f->my);
+	f->cyy += dy * (y - f->my);
+	double rel = y - f->first_y;
+	int k = rel > 0 ? (int)(rel / f->bin_ns) : 0;
+	while (k >= MAX_BINS) {
+		merge_bins(f);
+		k = (int)(rel / f->bin_ns);
+	}
+	if (k + 1 > f->nbins)
+		f->nbins = k + 1;
+	f->bn[k] += 1;
+	f->bx[k] += x;
+	f->by[k] += y;
+	f->bw[k] += (double)w;
+	f->bw2[k] += (double)w * (double)w;
+	if (w < f->w0)
+		f->w0 = w;
+	return 1;
+}
+
+/* Phase 3: the rate and its stated uncertainty from the fit so far.
+ * The slope b is ns per tick, hz = 1e9 / b.  Its standard error is
+ * sigma / sqrt(Sxx) if the scatter is independent from bracket to bracket.
+ * It often is not (a timer catching up, an emulator, a core changing
+ * speed), so the same error is also estimated from the bins' means, which
+ * keep slow wander at full size, and the larger estimate is used.  The
+ * stated uncertainty is 4 such standard errors plus a systematic term for
+ * bracket widths drifting between the first and last quarter of the
+ * window (the reference's place in the bracket moves with them). */
+static int fit_result(const struct fit *f, struct nc__calib *out)
+{
+	uint32_t n = f->n;
+	if (n < 16 || f->last_y - f->first_y <= 0)
+		return NC_ECALIB; /* reference did not advance, or all brackets bad */
+	if (!(f->cxx > 0) || !(f->cxy > 0))
+		return NC_ECALIB; /* counter did not advance with the reference */
+	double slope = f->cxy / f->cxx; /* ns per tick */
+	double sse = f->cyy - slope * f->cxy;
+	if (sse < 0)
+		sse = 0;
+	double sigma = n > 2 ? sqrt(sse / (n - 2)) : 0;
+	/* the reference is quantised to 1 ns: sigma cannot honestly be less */
+	if (sigma < 0.2887)
+		sigma = 0.2887;
+	double se = sigma / sqrt(f->cxx);
+
+	/* batch means' residuals about the fitted line */
+	double bss = 0, bxx = 0, nsum = 0;
+	int used = 0;
+	for (int k = 0; k < f->nbins; k++) {
+		if (f->bn[k] == 0)
+			continue;
+		double xm = f->bx[k] / f->bn[k];
+		double e = f->by[k] / f->bn[k] - (f->my + slope * (xm - f->mx));
+		bss += f->bn[k] * e * e;
+		bxx += f->bn[k] * (xm - f->mx) * (xm - f->mx);
+		nsum += f->bn[k];
+		used++;
+	}
+	double se_b = used > 2 && bxx > 0 ? sqrt(bss / (used - 2) / bxx) : se;
+	if (se_b > se)
+		se = se_b;
+	/* likewise the line's height at the centroid, the long baselines' anchor */
+	double sd_a = sigma / sqrt((double)n);
+	double sd_ab = used > 2 ? sqrt(bss / (used - 2) / nsum) : sd_a;
+	out->anchor_sd_ns = sd_ab > sd_a ? sd_ab : sd_a;
+
+	out->hz = 1e9 / slope;
+	if (!(out->hz > 0) || !isfinite(out->hz))
+		return NC_ECALIB;
+	/* width drift: first and last quarter of the bins in use.  The mean
+	 * widths of the two quarters differ by chance too (an accepted bracket
+	 * may be up to twice the narrowest): only a difference beyond 4 of its
+	 * standard errors is evidence of a trend, and counts in full; a trend
+	 * hidden below that can bias the slope by at most half of it over the
+	 * distance, which is added in quadrature with the slope's own error.
+	 * (Counted in full, the chance part alone kept the first calibration
+	 * going twice as long after an idle spell: 0.5-2 ppm of "drift" in
+	 * windows where the slope's error was already below 1 ppm.) */
+	int quarter = f->nbins / 4 > 0 ? f->nbins / 4 : 1;
+	double q[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}}; /* count, sum x, sum width, sum width^2 */
+	for (int k = 0; k < quarter; k++)
+		for (int h = 0; h < 2; h++) {
+			int j = h ? f->nbins - 1 - k : k;
+			q[h][0] += f->bn[j];
+			q[h][1] += f->bx[j];
+			q[h][2] += f->bw[j];
+			q[h][3] += f->bw2[j];
+		}
+	double drift = 0, drift_hidden = 0;
+	if (q[0][0] > 1 && q[1][0] > 1 && q[1][1] / q[1][0] > q[0][1] / q[0][0]) {
+		double dist = q[1][1] / q[1][0] - q[0][1] / q[0][0];
+		double var_mean = 0;
+		for (int h = 0; h < 2; h++) {
+			double m = q[h][2] / q[h][0];
+			double var = (q[h][3] - q[h][0] * m * m) / (q[h][0] - 1);
+			var_mean += (var > 0 ? var : 0) / q[h][0];
+		}
+		double dw = fabs(q[1][2] / q[1][0] - q[0][2] / q[0][0]);
+		double noise = 4 * sqrt(var_mean);
+		drift = (dw > noise ? dw - noise : 0) / 2 / dist;
+		drift_hidden = (dw < noise ? dw : noise) / 2 / dist;
+	}
+	double stat = 4 * se / slope;
+	out->ppm = 1e6 * (sqrt(stat * stat + drift_hidden * drift_hidden) + drift);
+	double span_y = f->last_y - f->first_y;
+	out->worst_ppm = 1e6 * (((double)f->first_w + (double)f->last_w) * 0.5 * slope + 2) / span_y;
+	out->sigma_ns = sigma;
+	out->min_width = f->w0;
+	out->accept_width = f->accept;
+	out->n_used = n;
+	out->n_total = f->total;
+	out->window_ns = (int64_t)span_y;
+	/* the fitted line passes through the centroid (mx, my) */
+	double fx = floor(f->mx);
+	out->anchor_tick = f->x0 + (uint64_t)fx;
+	out->anchor_ns = f->r0 + (int64_t)llround(f->my - slope * (f->mx - fx));
+	return 0;
+}
+
+int nc__calibrate_until(const struct nc__calib_io *io, const struct nc__calib_goal *g,
+			struct nc__calib *out)
+{
+	if (!io || !out || !g || g->max_ns <= 0 || g->min_ns > g->max_ns)
+		return NC_EINVAL;
+	struct fit f;
+	int rc = warm_up(io, &f);
+	if (rc)
+		return rc;
+	double checkpoint = FIRST_CHECKPOINT_NS;
+	for (long i = 0; i < MAX_BRACKETS; i++) {
+		uint64_t t1 = io->read(io->ctx);
+		int64_t r = io->ref_ns(io->ctx);
+		uint64_t t2 = io->read(io->ctx);
+		if (!fit_add(&f, t1, r, t2) || f.n < 16)
+			continue;
+		double rel = f.last_y - f.first_y;
+		if (rel >= (double)g->max_ns)
+			return fit_result(&f, out);
+		if (rel < checkpoint)
+			continue;
+		while (checkpoint <= rel)
+			checkpoint *= 1.25;
+		/* a checkpoint: stop if the goal is met */
+		if (g->target_ppm > 0 && rel >= (double)g->min_ns && fit_result(&f, out) == 0 &&
+		    out->ppm <= g->target_ppm)
+			return 0;
+	}
+	return fit_result(&f, out);
+}
+
+int nc__calibrate(const struct nc__calib_io *io, int64_t window_ns, struct nc__calib *out)
+{
+	if (window_ns <= 0)
+		return NC_EINVAL;
+	struct nc__calib_goal g = {window_ns, window_ns, 0};
+	return nc__calibrate_until(io, &g, out);
+}
+
+int nc__calib_extend(const struct nc__calib *c, const struct nc__bracket *b, double *hz,
+		     double *ppm)
+{
+	if (b->width > c->accept_width || b->mid <= c->anchor_tick || b->ref <= c->anchor_ns)
+		return NC_ECALIB;
+	long double dx = (long double)(b->mid - c->anchor_tick);
+	long double dy = (long double)(b->ref - c->anchor_ns);
+	/* the anchor's error is anchor_sd (sigma/sqrt(n) for independent
+	 * scatter), the new bracket's about sigma; 4 sigma as in the fit, plus
+	 * the reference quantum at each end */
+	long double err = 4.0L * sqrtl((long double)c->sigma_ns * c->sigma_ns +
+				       (long double)c->anchor_sd_ns * c->anchor_sd_ns) +
+			  1.0L;
+	*hz = (double)(1e9L * dx / dy);
+	*ppm = (double)(1e6L * err / dy);
+	return 0;
+}

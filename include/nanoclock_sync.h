@@ -48,7 +48,8 @@ struct nc_sync_cpu {
 	int bounded;            /* 0: too few enclosed probes for an interval */
 	uint64_t probes;
 	uint64_t enclosed;      /* probes with a base probe before and after */
-	int advancing;          /* its counter moved during the check */
+	int advancing;          /* its counter moved during the check (1 also when it
+				   could not be told: never two of its readings in a round) */
 };
 
 struct nc_sync_report {

@@ -24,6 +24,11 @@
 #include "child.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -252,10 +257,65 @@ static void upkeep_race_case(const char *arg)
 	CHECK(tasks == tasks0);
 }
 
+/* ---- the upkeep thread without a timerfd: a degraded mode, said ---- */
+static int warned;
+static void on_log(void *ctx, int level, const char *msg)
+{
+	(void)ctx;
+	if (level == NC_LOG_WARN && strstr(msg, "upkeep"))
+		warned++;
+}
+
+static void degraded_case(const char *how)
+{
+	const char *emu = getenv("NC_TEST_RUN");
+	if (emu && emu[0]) {
+		fprintf(stderr, "case: skipped: seccomp and descriptor limits under an emulator "
+			"are the host's\n");
+		_exit(CHILD_SKIP);
+	}
+	CHECK(nc_set_log(on_log, NULL, NC_LOG_WARN) == 0);
+	CHECK(nc_init() >= 0 || 1);
+	if (strcmp(how, "seccomp") == 0) {
+		/* timerfd_create fails with EPERM, as under a container's profile */
+		struct sock_filter f[] = {
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_timerfd_create, 0, 1),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+		struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
+		CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+		CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0);
+	} else {
+		/* one descriptor left: the eventfd gets it, the timerfd none */
+		struct rlimit rl = {64, 64};
+		CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+		int last = -1, fd;
+		while ((fd = open("/dev/null", O_RDONLY)) >= 0)
+			last = fd;
+		CHECK(errno == EMFILE && last >= 0);
+		close(last);
+	}
+	CHECK(nc_upkeep_start() == 0); /* it runs, on time only */
+	struct nc_info in;
+	nc_get_info(&in);
+	fprintf(stderr, "case: %s: running %d, note: %s\n", how, in.upkeep_running, in.upkeep_note);
+	CHECK(in.upkeep_running);
+	CHECK(strstr(in.upkeep_note, "on time only") && strstr(in.upkeep_note, "timerfd_create"));
+	CHECK(warned == 1);
+	uint64_t a = nc_now_ns();
+	usleep(20000);
+	CHECK(nc_now_ns() > a);
+	CHECK(nc_upkeep_stop() == 0);
+}
+
 static const struct child_case cases[] = {
 	{"handler_reads_1ms", handler_case, "1", NULL, NULL},
 	{"handler_reads_1s", handler_case, "1000", NULL, NULL},
 	{"upkeep_start_stop_race", upkeep_race_case, NULL, NULL, NULL},
+	{"upkeep_without_timerfd_seccomp", degraded_case, "seccomp", NULL, NULL},
+	{"upkeep_without_timerfd_no_fds", degraded_case, "rlimit", NULL, NULL},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 

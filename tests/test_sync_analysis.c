@@ -110,12 +110,32 @@ static void test_too_little(void **state)
 	assert_non_null(strstr(rep.evidence, "too little evidence"));
 }
 
+/* One reading per CPU per round (nanoclock check --probes 1): whether a
+ * counter advances cannot be seen, so it is not a failure: too little
+ * evidence, inconclusive. */
+static void test_one_reading_each(void **state)
+{
+	(void)state;
+	nc__sync_acc_init(&acc, cpus, 2);
+	for (int round = 0; round < 6; round++) {
+		struct nc__sync_rec r[2] = {{0, 1000u + 100u * (unsigned)round},
+					    {1, 1050u + 100u * (unsigned)round}};
+		nc__sync_analyse_round(&acc, r, 2);
+	}
+	memset(&rep, 0, sizeof(rep));
+	rep.rounds_done = 6;
+	nc__sync_report(&acc, 50, 1e9, 1, &rep);
+	assert_int_equal(rep.verdict, NC_SYNC_INCONCLUSIVE);
+	assert_null(strstr(rep.evidence, "did not advance"));
+	assert_non_null(strstr(rep.evidence, "too little evidence"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_agreeing),     cmocka_unit_test(test_offset),
 		cmocka_unit_test(test_moving_shift), cmocka_unit_test(test_frozen),
-		cmocka_unit_test(test_too_little),
+		cmocka_unit_test(test_too_little),   cmocka_unit_test(test_one_reading_each),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

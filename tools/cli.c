@@ -170,8 +170,12 @@ static void info_json(const struct nc_info *in, const struct nc_costs *c, const 
 	json_str(k->cpuinfo_tsc_flags);
 	printf("\n  },\n  \"unix\": ");
 	unix_status_json(&in->unix_status, "  ");
-	printf(",\n  \"unix_refresh_ms\": %.3f,\n  \"upkeep_running\": %s,\n", in->unix_refresh_ms,
-	       in->upkeep_running ? "true" : "false");
+	printf(",\n  \"unix_refresh_ms\": %.3f,\n  \"upkeep_running\": %s,\n  \"upkeep_note\": ",
+	       in->unix_refresh_ms, in->upkeep_running ? "true" : "false");
+	json_str(in->upkeep_note);
+	printf(",\n  \"env_ignored\": ");
+	json_str(in->env_ignored);
+	printf(",\n");
 	const struct nc_events *ev = &in->events;
 	printf("  \"events\": {\"suspends\": %u, \"suspended_s\": %.3f, \"counter_jumps\": %u, "
 	       "\"rate_changes\": %u, \"counter_stops\": %u}",
@@ -208,6 +212,8 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 		       in->hz_measured_worst_ppm);
 	printf("  NANOCLOCK_HZ %s%s%s\n", in->hz_env[0] ? in->hz_env : "unset",
 	       in->hz_env_status[0] ? " — " : "", in->hz_env_status);
+	if (in->env_ignored[0])
+		printf("  ignored      %s: the program runs with raised privileges\n", in->env_ignored);
 	for (int i = 0; i < in->n_hz_sources; i++) {
 		const struct nc_hz_source *s = &in->hz_sources[i];
 		printf("  %-18s %s", s->name, src_status(s->status));
@@ -249,6 +255,8 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 	       "followed, %u ties\n",
 	       st->tie_halfwidth_ns, st->tie_age_s, in->unix_refresh_ms,
 	       in->upkeep_running ? " (upkeep thread)" : " (by readers)", st->steps, st->refreshes);
+	if (in->upkeep_note[0])
+		printf("               upkeep thread: %s\n", in->upkeep_note);
 	if (st->synchronised >= 0)
 		printf("               kernel: %s, max error %.0f us, est. %.0f us, TAI-UTC %d s%s, "
 		       "freq %+.3f ppm\n",

@@ -131,8 +131,7 @@ void nc__sync_analyse_round(struct nc__sync_acc *a, const struct nc__sync_rec *r
 	for (size_t k = 0; k < n; k++) {
 		uint32_t i = r[k].idx;
 		a->probes[i]++;
-		if (!seen[i]) {
-			seen[i] = 1;
+		if (seen[i]++ == 0) {
 			first[i] = r[k].t;
 		}
 		last[i] = r[k].t;
@@ -144,9 +143,14 @@ void nc__sync_analyse_round(struct nc__sync_acc *a, const struct nc__sync_rec *r
 			     cpus[i], (unsigned long long)(r[k - 1].t - r[k].t), cpus[j]);
 		}
 	}
-	for (int i = 0; i < ncpu; i++)
+	/* whether a counter advances shows only between two of its readings
+	 * in one round; one reading a round says nothing either way */
+	for (int i = 0; i < ncpu; i++) {
+		if (seen[i] >= 2)
+			a->watched[i] = 1;
 		if (seen[i] && last[i] > first[i])
 			a->advanced[i] = 1;
+	}
 
 	struct nc__sync_iv round[NC_SYNC_MAX_CPUS], h1[NC_SYNC_MAX_CPUS], h2[NC_SYNC_MAX_CPUS];
 	intervals(r, 0, n, ncpu, round, a->enclosed);
@@ -227,7 +231,7 @@ void nc__sync_report(struct nc__sync_acc *a, unsigned min_enclosed, double hz, i
 		c->cpu = a->cpus[i];
 		c->probes = a->probes[i];
 		c->enclosed = i == 0 ? a->probes[i] : a->enclosed[i];
-		c->advancing = a->advanced[i];
+		c->advancing = a->advanced[i] || !a->watched[i];
 		if (!c->advancing && rep->rounds_done > 0) {
 			rep->advancing = 0;
 			note(a, i, "the counter on CPU %d did not advance", a->cpus[i]);

@@ -25,6 +25,7 @@ struct nc__sync_acc {
 	struct nc__sync_iv iv[NC_SYNC_MAX_CPUS];
 	uint64_t enclosed[NC_SYNC_MAX_CPUS], probes[NC_SYNC_MAX_CPUS];
 	int advanced[NC_SYNC_MAX_CPUS];
+	int watched[NC_SYNC_MAX_CPUS]; /* two readings of it in one round: advancing can be told */
 	uint64_t decreases, total;
 	int pace_ok, empty, shifted, bad_idx;
 	char evidence[256];

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/* A program with raised privileges does not obey its caller's
+ * environment: a setuid-root copy of this program, run by an unprivileged
+ * user with NANOCLOCK_HZ=100G NANOCLOCK_HZ_FORCE=1 (which would run its
+ * intervals at 0.026x real time) and NANOCLOCK_COUNTER, measures its rate
+ * and says the variables were ignored.  Needs root (to make the copy
+ * setuid root) and a file system that honours setuid: skipped otherwise,
+ * with the reason. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "nanoclock.h"
+#include "nanoclock_info.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The probe: what the privileged copy reports, one line. */
+static int probe(void)
+{
+	struct nc_info in;
+	nc_get_info(&in);
+	printf("counter=%s source=%s hz=%.0f ignored=%s env=%s\n", in.counter, in.hz_source, in.hz,
+	       in.env_ignored, in.hz_env_status);
+	return 0;
+}
+
+static int copy_file(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_EXCL, 0700);
+	if (in < 0 || out < 0)
+		return -1;
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			return -1;
+	close(in);
+	return close(out);
+}
+
+static void test_setuid_ignores_environment(void **state)
+{
+	const char *self = *state;
+	if (geteuid() != 0) {
+		fprintf(stderr, "  skipped: making a setuid-root copy needs root\n");
+		skip();
+	}
+	char dir[] = "/tmp/nc_priv_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	chmod(dir, 0755);
+	struct statvfs vfs;
+	if (statvfs(dir, &vfs) == 0 && (vfs.f_flag & ST_NOSUID)) {
+		rmdir(dir);
+		fprintf(stderr, "  skipped: %s is on a nosuid file system\n", dir);
+		skip();
+	}
+	char copy[64];
+	snprintf(copy, sizeof(copy), "%s/probe", dir);
+	assert_int_equal(copy_file(self, copy), 0);
+	assert_int_equal(chmod(copy, 04755), 0); /* setuid root */
+	int fd[2];
+	assert_int_equal(pipe(fd), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fd[1], 1);
+		/* an ordinary user runs the setuid program, with a hostile environment */
+		if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+			_exit(3);
+		char *const argv[] = {copy, "--probe", NULL};
+		char *const envp[] = {"NANOCLOCK_HZ=100G", "NANOCLOCK_HZ_FORCE=1",
+				      "NANOCLOCK_COUNTER=gettimeofday", NULL};
+		execve(copy, argv, envp);
+		_exit(4);
+	}
+	close(fd[1]);
+	char out[1024] = "";
+	ssize_t n = read(fd[0], out, sizeof(out) - 1);
+	out[n > 0 ? n : 0] = 0;
+	close(fd[0]);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	unlink(copy);
+	rmdir(dir);
+	fprintf(stderr, "  setuid copy run as nobody with NANOCLOCK_HZ=100G NANOCLOCK_HZ_FORCE=1: %s",
+		out);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_null(strstr(out, "source=env"));
+	assert_null(strstr(out, "counter=gettimeofday"));
+	assert_non_null(strstr(out, "NANOCLOCK_HZ"));
+	assert_non_null(strstr(out, "raised privileges"));
+	/* the rate is its own, not 100 GHz */
+	const char *hz = strstr(out, "hz=");
+	assert_non_null(hz);
+	assert_true(atof(hz + 3) < 5e10);
+}
+
+/* ... and the same program, unprivileged, obeys it (the test can fail). */
+static void test_unprivileged_obeys(void **state)
+{
+	const char *self = *state;
+	int fd[2];
+	assert_int_equal(pipe(fd), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fd[1], 1);
+		char *const argv[] = {(char *)self, "--probe", NULL};
+		char *const envp[] = {"NANOCLOCK_COUNTER=gettimeofday", NULL};
+		execve(self, argv, envp);
+		_exit(4);
+	}
+	close(fd[1]);
+	char out[1024] = "";
+	ssize_t n = read(fd[0], out, sizeof(out) - 1);
+	out[n > 0 ? n : 0] = 0;
+	close(fd[0]);
+	waitpid(pid, NULL, 0);
+	assert_non_null(strstr(out, "counter=gettimeofday"));
+	assert_non_null(strstr(out, "ignored= "));
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "--probe") == 0)
+		return probe();
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return 1;
+	self[n] = 0;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_prestate(test_setuid_ignores_environment, self),
+		cmocka_unit_test_prestate(test_unprivileged_obeys, self),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

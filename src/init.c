@@ -45,8 +45,10 @@ static struct {
 int nc__init_runs;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-/* set in the thread that ran the initialisation, until it delivered its reports */
-static __thread int ran_init;
+/* set in the thread that ran the initialisation, until it delivered its
+ * reports (initial-exec: no allocation at a thread's first access, which a
+ * read in a signal handler may be) */
+static __thread int ran_init __attribute__((tls_model("initial-exec")));
 
 static void set_status(int rc)
 {
@@ -133,7 +135,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	nc__upkeep_forked();
-	nc__ext_unlock();
+	nc__ext_reset_in_child();
 	nc__lock_reset_in_child();
 }
 

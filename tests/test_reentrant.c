@@ -105,12 +105,29 @@ static void on_alarm(int sig)
 	errno = saved;
 }
 
+/* a 32-bit counter of the application's, extended by the library through
+ * its lock: 2^32 ns wraps every 4.3 s */
+static uint64_t narrow_read(void *ctx)
+{
+	(void)ctx;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return (uint32_t)((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+}
+
 static void handler_case(const char *arg)
 {
 	double period_ms = atof(arg);
+	if (strcmp(arg, "narrow") == 0) {
+		struct nc_counter_spec spec = {"narrow32", narrow_read, NULL, 0, 32};
+		CHECK(nc_set_counter(&spec) == 0);
+		period_ms = 1;
+	}
 	start_watchdog(run_seconds(60));
 	CHECK(nc_init() >= 0 || 1);
 	CHECK(nc_set_unix_refresh_ms(period_ms) == 0);
+	if (strcmp(arg, "narrow") == 0)
+		CHECK(strcmp(nc_counter_name(), "narrow32") == 0);
 	char path[] = "/tmp/nc_reentrant_XXXXXX";
 	int fd = mkstemp(path);
 	CHECK(fd >= 0);
@@ -313,6 +330,7 @@ static void degraded_case(const char *how)
 static const struct child_case cases[] = {
 	{"handler_reads_1ms", handler_case, "1", NULL, NULL},
 	{"handler_reads_1s", handler_case, "1000", NULL, NULL},
+	{"handler_reads_narrow_counter", handler_case, "narrow", NULL, NULL},
 	{"upkeep_start_stop_race", upkeep_race_case, NULL, NULL, NULL},
 	{"upkeep_without_timerfd_seccomp", degraded_case, "seccomp", NULL, NULL},
 	{"upkeep_without_timerfd_no_fds", degraded_case, "rlimit", NULL, NULL},

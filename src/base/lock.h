@@ -1,19 +1,34 @@
 /* SPDX-License-Identifier: MIT */
-/* The library's lock, nc__lib_lock: it guards every piece of the
- * library's slow-path state (each state block names it beside its
- * fields).  Readers of the clocks never wait for it: they only try it
- * (nc__trylock), so a read from a signal handler that interrupted the
- * holder goes on without it.  Everything else takes it. */
+/* Locks that readers may try from any context (lock.c).
+ *
+ * nc__lib_lock guards every piece of the library's slow-path state (each
+ * state block names it beside its fields).  Readers of the clocks never
+ * wait for it: they only try it (nc__trylock), so a read from a signal
+ * handler that interrupted the holder goes on without it.  Everything
+ * else takes it.  The narrow counters' extension has a lock of the same
+ * kind (src/counter/extend.c). */
 #ifndef NC_BASE_LOCK_H
 #define NC_BASE_LOCK_H
 
 #include "compiler.h"
 
+#include <stdint.h>
+
+/* A futex lock: 0 free, 1 taken, 2 taken with waiters. */
+struct nc__futex_lock {
+	uint32_t word;
+};
+#define NC_FUTEX_LOCK_INIT {0}
+NC_HIDDEN void nc__futex_lock(struct nc__futex_lock *l);
+NC_HIDDEN void nc__futex_unlock(struct nc__futex_lock *l);
+/* 1 if taken: one compare-and-swap, never waits, async-signal-safe */
+NC_HIDDEN int nc__futex_trylock(struct nc__futex_lock *l);
+
+/* nc__lib_lock */
 NC_HIDDEN void nc__lock(void);
 NC_HIDDEN void nc__unlock(void);
-/* 1 if taken: one compare-and-swap, never waits, async-signal-safe */
 NC_HIDDEN int nc__trylock(void);
-/* fork(): the child has one thread, so the lock is free there */
+/* fork(): the child has one thread, so the locks are free there */
 NC_HIDDEN void nc__lock_reset_in_child(void);
 
 #endif

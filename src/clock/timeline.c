@@ -23,7 +23,7 @@
 static const struct nc__timeline *registered[MAX_TIMELINES];
 static int nregistered;
 
-__thread long nc__slow_calls;
+__thread long nc__slow_calls __attribute__((tls_model("initial-exec")));
 
 void nc__timeline_register(const struct nc__timeline *tl)
 {
@@ -71,8 +71,8 @@ static uint64_t timeline_read(const struct nc__timeline *tl)
  * the same line, unless the line stepped back in between. */
 uint64_t nc__timeline_read(const struct nc__timeline *tl)
 {
-	static __thread uint64_t last[MAX_TIMELINES];
-	static __thread uint32_t steps_seen[MAX_TIMELINES];
+	static __thread uint64_t last[MAX_TIMELINES] __attribute__((tls_model("initial-exec")));
+	static __thread uint32_t steps_seen[MAX_TIMELINES] __attribute__((tls_model("initial-exec")));
 	int i = 0;
 	while (i < nregistered - 1 && registered[i] != tl)
 		i++;

@@ -44,6 +44,6 @@ NC_HIDDEN double nc__timeline_due_ns(const struct nc__timeline *tl);
 /* Refresh tl if its epoch is due (nc__lib_lock held). */
 NC_HIDDEN void nc__timeline_refresh_if_due(const struct nc__timeline *tl);
 /* this thread's calls that left the inline path (tests) */
-NC_HIDDEN extern __thread long nc__slow_calls;
+NC_HIDDEN extern __thread long nc__slow_calls __attribute__((tls_model("initial-exec")));
 
 #endif

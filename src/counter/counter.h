@@ -126,6 +126,7 @@ NC_HIDDEN uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns);
 /* its lock, for fork (taken after nc__lib_lock) */
 NC_HIDDEN void nc__ext_lock(void);
 NC_HIDDEN void nc__ext_unlock(void);
+NC_HIDDEN void nc__ext_reset_in_child(void);
 
 /* ---- trap.c: run code that may fault ---- */
 /* Runs fn(arg) with SIGILL, SIGSEGV, SIGBUS and SIGFPE trapped for this

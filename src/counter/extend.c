@@ -20,14 +20,14 @@
  * read, another thread reading) extends from the last published value
  * without storing anything. */
 #include "counter.h"
+#include "../base/lock.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <string.h>
 
 /* ext_lock guards every nc__ext (a narrow counter is read through the
- * library, never inline) */
-static pthread_mutex_t ext_lock = PTHREAD_MUTEX_INITIALIZER;
+ * library, never inline); readers only try it */
+static struct nc__futex_lock ext_lock = NC_FUTEX_LOCK_INIT;
 
 /* Ticks per ns: the calibrated rate, or until there is one (selection and
  * calibration read through here too) a rough one from the reads so far,
@@ -127,7 +127,7 @@ static uint64_t extend_aside(struct nc__ext *e, uint64_t raw, int64_t os_ns)
  * half a period miscounts a wrap.  A wide pair is read again. */
 static uint64_t ext_read_with(struct nc__ext *e, uint64_t (*rd)(void *))
 {
-	if (pthread_mutex_trylock(&ext_lock) != 0) {
+	if (!nc__futex_trylock(&ext_lock)) {
 		int64_t a = nc__mono_raw_ns();
 		uint64_t raw = rd(e->raw->ctx);
 		int64_t b = nc__mono_raw_ns();
@@ -147,7 +147,7 @@ static uint64_t ext_read_with(struct nc__ext *e, uint64_t (*rd)(void *))
 	}
 	uint64_t v = nc__ext_step(e, raw, os1 + (os2 - os1) / 2);
 	publish(e);
-	pthread_mutex_unlock(&ext_lock);
+	nc__futex_unlock(&ext_lock);
 	return v;
 }
 
@@ -178,10 +178,11 @@ void nc__ext_init(struct nc__ext *e, const struct nc__counter *raw)
 
 void nc__ext_set_hz(struct nc__ext *e, double hz)
 {
-	pthread_mutex_lock(&ext_lock);
+	nc__futex_lock(&ext_lock);
 	e->hz = hz;
-	pthread_mutex_unlock(&ext_lock);
+	nc__futex_unlock(&ext_lock);
 }
 
-void nc__ext_lock(void) { pthread_mutex_lock(&ext_lock); }
-void nc__ext_unlock(void) { pthread_mutex_unlock(&ext_lock); }
+void nc__ext_lock(void) { nc__futex_lock(&ext_lock); }
+void nc__ext_reset_in_child(void) { __atomic_store_n(&ext_lock.word, 0, __ATOMIC_RELAXED); }
+void nc__ext_unlock(void) { nc__futex_unlock(&ext_lock); }

@@ -82,7 +82,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct sigaction saved[NSIGS]; /* glibc's view, for forwarding and restore */
 static struct kact saved_k[NSIGS];    /* the kernel's, for the exact restore */
 static int have_k[NSIGS];
-static __thread sigjmp_buf *trap_env;
+static __thread sigjmp_buf *trap_env __attribute__((tls_model("initial-exec")));
 
 static int kget(int sig, struct kact *k)
 {

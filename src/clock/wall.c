@@ -303,6 +303,8 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 	e.span = ((int64_t)(t - e.t0) > 0 ? t - e.t0 : 0) + span;
 	publish(&e);
 	record(&ti, rate, rate_ppm, err);
+	nc__log(NC_LOG_DEBUG, "Unix time tied: +-%.0f ns, %+.0f ns to slew in, CLOCK_MONOTONIC %+.3f ppm "
+		"from the counter's rate (+-%.3f)", ti.hw, err, (rate / ns_tick - 1) * 1e6, rate_ppm);
 }
 
 /* ---- the timeline's entries ---- */

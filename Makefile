@@ -213,6 +213,7 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 	if [ -z "$(RUN)" ]; then \
 		if ./scripts/check-inline "$(CC)"; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if ./scripts/check-hygiene $(B); then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+		if ./scripts/check-layers $(B); then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	fi; \
 	if [ -z "$(SANITIZE)" ]; then \
 		if ./scripts/check-symbols "$(SHARED)" "$(CC)"; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \

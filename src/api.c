@@ -16,6 +16,8 @@
 #include "counter/counter.h"
 #include "rate/rate.h"
 
+#include "nanoclock_info.h"
+
 #include <string.h>
 
 /* ---- reads ---- */
@@ -78,35 +80,34 @@ const char *nc_counter_name(void)
 	return n;
 }
 
-double nc_ticks_per_second(void)
+/* The rate's state, as nc_get_info has it. */
+static void rate_info(struct nc_info *o)
 {
 	nc__enter();
 	nc__lock();
-	double hz = nc__rate_hz();
+	nc__rate_info(o);
 	nc__unlock();
 	nc__leave();
-	return hz;
+}
+
+double nc_ticks_per_second(void)
+{
+	struct nc_info o;
+	rate_info(&o);
+	return o.hz;
 }
 
 double nc_ticks_per_second_uncertainty_ppm(void)
 {
 	struct nc_info o;
-	nc__enter();
-	nc__lock();
-	nc__rate_info(&o);
-	nc__unlock();
-	nc__leave();
+	rate_info(&o);
 	return o.hz_uncertainty_ppm;
 }
 
 const char *nc_ticks_per_second_source(void)
 {
 	struct nc_info o;
-	nc__enter();
-	nc__lock();
-	nc__rate_info(&o);
-	nc__unlock();
-	nc__leave();
+	rate_info(&o);
 	return o.hz_source;
 }
 

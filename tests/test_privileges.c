@@ -50,6 +50,30 @@ static int copy_file(const char *from, const char *to)
 	return close(out);
 }
 
+/* Runs prog --probe with envp, as uid/gid 65534 if drop; its output in out. */
+static int run_probe(const char *prog, char *const envp[], int drop, char *out, size_t len)
+{
+	int fd[2];
+	assert_int_equal(pipe(fd), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fd[1], 1);
+		if (drop && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
+			_exit(3);
+		char *const argv[] = {(char *)prog, "--probe", NULL};
+		execve(prog, argv, envp);
+		_exit(4);
+	}
+	close(fd[1]);
+	ssize_t n = read(fd[0], out, len - 1);
+	out[n > 0 ? n : 0] = 0;
+	close(fd[0]);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 static void test_setuid_ignores_environment(void **state)
 {
 	const char *self = *state;
@@ -70,33 +94,16 @@ static void test_setuid_ignores_environment(void **state)
 	snprintf(copy, sizeof(copy), "%s/probe", dir);
 	assert_int_equal(copy_file(self, copy), 0);
 	assert_int_equal(chmod(copy, 04755), 0); /* setuid root */
-	int fd[2];
-	assert_int_equal(pipe(fd), 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(fd[1], 1);
-		/* an ordinary user runs the setuid program, with a hostile environment */
-		if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
-			_exit(3);
-		char *const argv[] = {copy, "--probe", NULL};
-		char *const envp[] = {"NANOCLOCK_HZ=100G", "NANOCLOCK_HZ_FORCE=1",
-				      "NANOCLOCK_COUNTER=gettimeofday", NULL};
-		execve(copy, argv, envp);
-		_exit(4);
-	}
-	close(fd[1]);
-	char out[1024] = "";
-	ssize_t n = read(fd[0], out, sizeof(out) - 1);
-	out[n > 0 ? n : 0] = 0;
-	close(fd[0]);
-	int st = 0;
-	waitpid(pid, &st, 0);
+	/* an ordinary user runs the setuid program, with a hostile environment */
+	char *const envp[] = {"NANOCLOCK_HZ=100G", "NANOCLOCK_HZ_FORCE=1",
+			      "NANOCLOCK_COUNTER=gettimeofday", NULL};
+	char out[1024];
+	int st = run_probe(copy, envp, 1, out, sizeof(out));
 	unlink(copy);
 	rmdir(dir);
 	fprintf(stderr, "  setuid copy run as nobody with NANOCLOCK_HZ=100G NANOCLOCK_HZ_FORCE=1: %s",
 		out);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(st, 0);
 	assert_null(strstr(out, "source=env"));
 	assert_null(strstr(out, "counter=gettimeofday"));
 	assert_non_null(strstr(out, "NANOCLOCK_HZ"));
@@ -111,23 +118,9 @@ static void test_setuid_ignores_environment(void **state)
 static void test_unprivileged_obeys(void **state)
 {
 	const char *self = *state;
-	int fd[2];
-	assert_int_equal(pipe(fd), 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(fd[1], 1);
-		char *const argv[] = {(char *)self, "--probe", NULL};
-		char *const envp[] = {"NANOCLOCK_COUNTER=gettimeofday", NULL};
-		execve(self, argv, envp);
-		_exit(4);
-	}
-	close(fd[1]);
-	char out[1024] = "";
-	ssize_t n = read(fd[0], out, sizeof(out) - 1);
-	out[n > 0 ? n : 0] = 0;
-	close(fd[0]);
-	waitpid(pid, NULL, 0);
+	char *const envp[] = {"NANOCLOCK_COUNTER=gettimeofday", NULL};
+	char out[1024];
+	assert_int_equal(run_probe(self, envp, 0, out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "counter=gettimeofday"));
 	assert_non_null(strstr(out, "ignored= "));
 }

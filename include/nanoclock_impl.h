@@ -323,7 +323,10 @@ static inline int nc_impl_after(const struct nc_impl_copy *c, uint64_t *t)
 /* The value of line l now, read inline, if the counter is read inline, its
  * value lies in the epoch of the copy the latch points to, and no write
  * completed while it was read. */
-static inline int nc_impl_read(const struct nc_impl_line *l, uint64_t *v)
+/* always_inline: with two callers (nc_now_ns, nc_unix_ns) in one file some
+ * compilers (i686 gcc) would otherwise make it a call */
+static inline __attribute__((always_inline)) int nc_impl_read(const struct nc_impl_line *l,
+							      uint64_t *v)
 {
 	uint64_t s = __atomic_load_n(&l->seq, __ATOMIC_ACQUIRE), t, lo;
 	const struct nc_impl_copy *c = &l->copy[s & 1];

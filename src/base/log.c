@@ -72,7 +72,8 @@ static void to_stderr(void *ctx, int level, const char *msg)
 }
 
 /* NANOCLOCK_LOG=stderr, stderr:debug, stderr:3 ...  secure_getenv: a
- * setuid program does not write where its caller's environment says. */
+ * setuid program does not write where its caller's environment says.
+ * Once, with nc__lib_lock held (initialisation, nc_set_log). */
 static void read_env(void)
 {
 	const char *v = secure_getenv("NANOCLOCK_LOG");
@@ -95,8 +96,8 @@ int nc_set_log(nc_log_fn fn, void *ctx, int level)
 {
 	if (fn && (level < NC_LOG_ERROR || level > NC_LOG_DEBUG))
 		return NC_EINVAL;
+	nc__lock(); /* read_env writes L under it too (initialisation holds it) */
 	nc__log_config();
-	nc__lock();
 	L.fn = fn;
 	L.ctx = ctx;
 	__atomic_store_n(&L.level, fn ? level : -1, __ATOMIC_RELEASE);

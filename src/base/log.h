@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-/* Reads NANOCLOCK_LOG once (initialisation, nc_set_log). */
+/* Reads NANOCLOCK_LOG once (nc__lib_lock held: initialisation, nc_set_log). */
 NC_HIDDEN void nc__log_config(void);
 /* Would a report of this level go anywhere?  One atomic load. */
 NC_HIDDEN int nc__log_wanted(int level);

@@ -313,6 +313,43 @@ static void child_freq_bound(const char *arg)
 	CHECK(outside == 0);
 }
 
+/* The change lands after an epoch ended and before anyone refreshed it:
+ * the late refresh starts the next epoch back at the old end, at the new
+ * rate, though the old one ran until the change.  The bound must still
+ * hold from the first sample. */
+static void child_freq_late(const char *arg)
+{
+	double ppm = atof(arg);
+	begin();
+	live(3e9, 10e6, 1e9);
+	struct nc__epoch e;
+	uint64_t kind;
+	nc__line_read(&nc_impl_g.wall, &e, &kind);
+	long double L_T = w.T + ((long double)(e.t0 + e.span) - world_ctr()) / w.ctr_rate;
+	w.T = L_T + 0.6e6L; /* 0.6 ms past the epoch's end (inside the horizon), nobody read */
+	world_real_rate(1 + ppm * 1e-6);
+	w.T += 0.3e6L;      /* the change ran 0.3 ms before the first look */
+	int outside = 0;
+	double worst = 0, stated = 0;
+	for (int i = 0; i < 2000; i++) {
+		if (i)
+			w.T += 1e6;
+		struct nc_unix_status st;
+		CHECK(nc_get_unix_status(&st) == 0);
+		int64_t u = nc_unix_ns();
+		double err = fabs((double)(u - (int64_t)world_real()));
+		if (err > st.tie_error_ns + 2 * w.cost_ns)
+			outside++;
+		if (err > worst) {
+			worst = err;
+			stated = st.tie_error_ns;
+		}
+	}
+	fprintf(stderr, "  kernel frequency %+.0f ppm between an epoch's end and its refresh: %d of 2000 "
+		"outside; worst %.0f ns (stated %.0f)\n", ppm, outside, worst, stated);
+	CHECK(outside == 0);
+}
+
 /* A stated rate (NANOCLOCK_HZ) 50 ppm off the counter's real one, inside the
  * tolerance, so it is used for intervals: nc_now_ns keeps
  * CLOCK_MONOTONIC_RAW's origin and rate all the same. */
@@ -391,6 +428,8 @@ static const struct child_case cases[] = {
 	{"kernel_freq_minus_100", child_freq_bound, "-100", "world", NULL},
 	{"kernel_freq_plus_500", child_freq_bound, "500", "world", NULL},
 	{"kernel_freq_minus_500", child_freq_bound, "-500", "world", NULL},
+	{"kernel_freq_late_plus_500", child_freq_late, "500", "world", NULL},
+	{"kernel_freq_late_minus_500", child_freq_late, "-500", "world", NULL},
 	{"stated_rate_50ppm_off", child_stated_rate, "50", "world", NULL},
 	{"stated_rate_minus_52ppm_off", child_stated_rate, "-52", "world", NULL},
 	{"forced_rate_kept", child_forced_rate, NULL, "world", NULL},

@@ -302,9 +302,14 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 	}
 	e.span = ((int64_t)(t - e.t0) > 0 ? t - e.t0 : 0) + span;
 	publish(&e);
-	record(&ti, rate, rate_ppm, err);
-	nc__log(NC_LOG_DEBUG, "Unix time tied: +-%.0f ns, %+.0f ns to slew in, CLOCK_MONOTONIC %+.3f ppm "
-		"from the counter's rate (+-%.3f)", ti.hw, err, (rate / ns_tick - 1) * 1e6, rate_ppm);
+	/* what the new line is off the system clock at the tie: the correction
+	 * its slope slews in (an epoch that starts at L, before the tie, has
+	 * already run at its new rate since) */
+	double left = (double)(int64_t)((uint64_t)ti.real_at_mid - nc__epoch_value(&e, ti.b.mid));
+	record(&ti, rate, rate_ppm, left);
+	nc__log(NC_LOG_DEBUG, "Unix time tied: +-%.0f ns, %+.0f ns to slew in (%+.0f from the old "
+		"line), CLOCK_MONOTONIC %+.3f ppm from the counter's rate (+-%.3f)", ti.hw, left, err,
+		(rate / ns_tick - 1) * 1e6, rate_ppm);
 }
 
 /* ---- the timeline's entries ---- */

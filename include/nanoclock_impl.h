@@ -67,12 +67,15 @@ struct nc_impl_line {
 };
 
 /* Interval conversion (nc_ticks_to_ns): ns per tick as 64.64, latched. */
+struct nc_impl_conv_copy {
+	uint64_t ns_int, ns_frac;
+};
 struct nc_impl_conv {
 	uint64_t fast;       /* ns per tick in units of 2^-64 when below 1 ns
 				(counters faster than 1 GHz): one word, read
 				without the latch; 0: use the copies */
 	uint64_t seq;        /* bit 0: the copy readers use */
-	uint64_t ns_int[2], ns_frac[2];
+	struct nc_impl_conv_copy copy[2];
 	uint64_t reserved[2];
 };
 
@@ -95,7 +98,7 @@ NC_IMPL_STATIC_ASSERT(__builtin_offsetof(struct nc_impl_state, wall) == 128 &&
 			      __builtin_offsetof(struct nc_impl_state, conv) == 256 &&
 			      __builtin_offsetof(struct nc_impl_line, copy) == 8 &&
 			      __builtin_offsetof(struct nc_impl_copy, mul_frac) == 40 &&
-			      __builtin_offsetof(struct nc_impl_conv, ns_frac) == 32,
+			      __builtin_offsetof(struct nc_impl_conv, copy) == 16,
 		      "nanoclock ABI: field offsets");
 
 NC_API extern struct nc_impl_state nc_impl_g;
@@ -408,7 +411,8 @@ static inline uint64_t nc_ticks_to_ns(uint64_t ticks)
 	if (NC_IMPL_LIKELY(f != 0))
 		return nc_impl_frac_round(ticks, f);
 	uint64_t s = __atomic_load_n(&nc_impl_g.conv.seq, __ATOMIC_ACQUIRE);
-	uint64_t ci = NC_IMPL_LD(nc_impl_g.conv.ns_int[s & 1]), cf = NC_IMPL_LD(nc_impl_g.conv.ns_frac[s & 1]);
+	const struct nc_impl_conv_copy *c = &nc_impl_g.conv.copy[s & 1];
+	uint64_t ci = NC_IMPL_LD(c->ns_int), cf = NC_IMPL_LD(c->ns_frac);
 	NC_IMPL_RFENCE(); /* pairs with the writer's release fence (src/base/latch.c) */
 	if (NC_IMPL_UNLIKELY(s != NC_IMPL_LD(nc_impl_g.conv.seq) || (ci | cf) == 0))
 		return nc_impl_ticks_to_ns_slow(ticks);

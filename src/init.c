@@ -67,17 +67,6 @@ static void read_configuration(struct nc__registered *reg)
 		set_status(NC_EINVAL);
 }
 
-static uint64_t calib_read(void *ctx)
-{
-	const struct nc__counter *c = ctx;
-	return c->read_ordered(c->ctx);
-}
-static int64_t calib_ref(void *ctx)
-{
-	(void)ctx;
-	return nc__mono_raw_ns();
-}
-
 /* Returns 1 if the counter has an exact rate (an OS clock); never fails:
  * CLOCK_MONOTONIC_RAW is always there at the end of the list. */
 static int calibrate_counter(struct nc__calib *cal)
@@ -89,7 +78,7 @@ static int calibrate_counter(struct nc__calib *cal)
 		const struct nc__counter *c = nc__counter();
 		if (c->fixed_hz > 0)
 			return 1;
-		struct nc__calib_io io = {(void *)c, calib_read, calib_ref};
+		struct nc__calib_io io = {(void *)c, nc__counter_io_read, nc__ref_io_raw};
 		int rc = nc__calibrate_until(&io, &g, cal);
 		if (rc == 0)
 			return 0;

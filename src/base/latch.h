@@ -1,25 +1,31 @@
 /* SPDX-License-Identifier: MIT */
-/* The latch (Linux's raw_write_seqcount_latch) behind every word the fast
- * path reads: nc_impl_g, defined here, in nanoclock_impl.h's layout.  A
- * writer (one at a time: it holds nc__lib_lock) moves readers to the other
- * copy, rewrites the copy they left, moves them back and rewrites the
- * second; a reader reads the copy the sequence word points to and checks
- * the word did not change meanwhile.  A reader never waits, even one that
- * interrupted the writer (a signal handler): the copy it reads is not the
- * one being written. */
+/* The latch (Linux's raw_write_seqcount_latch), written once here for
+ * every two-copy structure that readers may read from any context: the
+ * timelines and the conversion the fast path reads (nc_impl_g, defined
+ * here, in nanoclock_impl.h's layout) and a narrow counter's last value
+ * (src/counter/extend.c).  A writer (one at a time: it holds the owner's
+ * lock) moves readers to the other copy, rewrites the copy they left,
+ * moves them back and rewrites the second; a reader reads the copy the
+ * sequence word points to and checks the word did not change meanwhile.
+ * A reader never waits, even one that interrupted the writer (a signal
+ * handler): the copy it reads is not the one being written. */
 #ifndef NC_BASE_LATCH_H
 #define NC_BASE_LATCH_H
 
 #include "compiler.h"
 
-/* Publish c to both copies of l (nc__lib_lock held). */
+/* The generic form: store(i, src) writes copy i with atomic stores
+ * (NC_ST), load(i, dst) reads it with atomic loads (NC_LD). */
+NC_HIDDEN void nc__latch_write(uint64_t *seq, void *obj, void (*store)(void *obj, int i, const void *src),
+			       const void *src);
+/* Returns the sequence word the copy was read under. */
+NC_HIDDEN uint64_t nc__latch_read(const uint64_t *seq, const void *obj,
+				  void (*load)(const void *obj, int i, void *dst), void *dst);
+
+/* nc_impl_g's timelines and conversion (nc__lib_lock held to write). */
 NC_HIDDEN void nc__latch_write_line(struct nc_impl_line *l, const struct nc_impl_copy *c);
-/* A consistent copy of l; returns the sequence word it was read under
- * (it changes with every write). */
 NC_HIDDEN uint64_t nc__latch_read_line(const struct nc_impl_line *l, struct nc_impl_copy *out);
 NC_HIDDEN uint64_t nc__latch_seq(const struct nc_impl_line *l);
-
-/* The interval conversion (nc__lib_lock held); read by nc_ticks_to_ns. */
 NC_HIDDEN void nc__latch_write_conv(uint64_t ns_int, uint64_t ns_frac);
 /* 0 and the conversion, or -1 before the first write. */
 NC_HIDDEN int nc__latch_read_conv(uint64_t *ns_int, uint64_t *ns_frac);

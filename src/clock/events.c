@@ -27,20 +27,9 @@ static struct {
 	struct nc_events ev;
 } E;
 
-static uint64_t counter_read(void *ctx)
-{
-	(void)ctx;
-	return nc__counter_read();
-}
-static int64_t raw_read(void *ctx)
-{
-	(void)ctx;
-	return nc__mono_raw_ns();
-}
-
 void nc__events_measure(struct nc__bracket *b, int64_t *boot)
 {
-	struct nc__calib_io io = {NULL, counter_read, raw_read};
+	struct nc__calib_io io = {NULL, nc__counter_io_read, nc__ref_io_raw};
 	nc__take_bracket(&io, 8, b);
 	*boot = nc__ref.boot();
 }

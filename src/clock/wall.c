@@ -90,17 +90,6 @@ struct tie {
 	struct nc__kclock k;
 };
 
-static uint64_t tie_read(void *ctx)
-{
-	(void)ctx;
-	return nc__counter_read();
-}
-static int64_t tie_mono(void *ctx)
-{
-	(void)ctx;
-	return nc__ref.mono();
-}
-
 /* REALTIME - MONOTONIC, and half the bracket it was read in */
 static int64_t realtime_offset(double *hw)
 {
@@ -118,7 +107,7 @@ static int64_t realtime_offset(double *hw)
 
 static void take_tie(struct tie *ti, double ns_tick)
 {
-	struct nc__calib_io io = {NULL, tie_read, tie_mono};
+	struct nc__calib_io io = {NULL, nc__counter_io_read, nc__ref_io_mono};
 	nc__take_bracket(&io, TIE_TRIES, &ti->b);
 	if (ti->b.width == UINT64_MAX) { /* the counter only went backwards: tie to one read */
 		ti->b.mid = nc__counter_read();

@@ -182,6 +182,9 @@ NC_HIDDEN uint64_t nc__counter_resolution(void);
 NC_HIDDEN const struct nc__machine *nc__counter_machine(void);
 /* The counter in use, ordered (out of line). */
 NC_HIDDEN uint64_t nc__counter_read(void);
+/* A measurement's counter (struct nc__calib_io's read): ctx the counter
+ * to read, ordered, or NULL for the one in use. */
+NC_HIDDEN uint64_t nc__counter_io_read(void *ctx);
 /* The counter stopped: CLOCK_MONOTONIC_RAW from now on (lock held). */
 NC_HIDDEN void nc__counter_fall_back(void);
 /* For nc_get_info (lock held). */

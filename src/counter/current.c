@@ -108,6 +108,12 @@ uint64_t nc__counter_read(void)
 	return c->read_ordered(c->ctx);
 }
 
+uint64_t nc__counter_io_read(void *ctx)
+{
+	const struct nc__counter *c = ctx;
+	return c ? c->read_ordered(c->ctx) : nc__counter_read();
+}
+
 void nc__counter_fall_back(void)
 {
 	__atomic_store_n(&C.ctr, &nc__counter_mono_raw, __ATOMIC_RELEASE);

@@ -20,6 +20,7 @@
  * read, another thread reading) extends from the last published value
  * without storing anything. */
 #include "counter.h"
+#include "../base/latch.h"
 #include "../base/lock.h"
 
 #include <math.h>
@@ -89,17 +90,32 @@ uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns)
 }
 
 /* The last (raw, extended, OS time) triple, for readers that find the
- * extension busy: a latch (src/base/latch.c explains the pattern). */
+ * extension busy: a latch (src/base/latch.c). */
+struct triple {
+	uint64_t raw, ext;
+	int64_t os;
+};
+static void triple_store(void *obj, int i, const void *src)
+{
+	struct nc__ext *e = obj;
+	const struct triple *v = src;
+	NC_ST(e->pub_raw[i], v->raw);
+	NC_ST(e->pub_ext[i], v->ext);
+	NC_ST(e->pub_os[i], v->os);
+}
+static void triple_load(const void *obj, int i, void *dst)
+{
+	const struct nc__ext *e = obj;
+	struct triple *v = dst;
+	v->raw = NC_LD(e->pub_raw[i]);
+	v->ext = NC_LD(e->pub_ext[i]);
+	v->os = NC_LD(e->pub_os[i]);
+}
+
 static void publish(struct nc__ext *e)
 {
-	uint64_t s = __atomic_load_n(&e->pub_seq, __ATOMIC_RELAXED);
-	for (int i = 0; i < 2; i++) {
-		__atomic_store_n(&e->pub_seq, s + 1 + (uint64_t)i, __ATOMIC_RELEASE);
-		NC_WFENCE();
-		NC_ST(e->pub_raw[i], e->last_raw);
-		NC_ST(e->pub_ext[i], e->ext);
-		NC_ST(e->pub_os[i], e->last_os);
-	}
+	struct triple v = {e->last_raw, e->ext, e->last_os};
+	nc__latch_write(&e->pub_seq, e, triple_store, &v);
 }
 
 /* The extension busy (a signal handler interrupted a read on its thread,
@@ -107,16 +123,21 @@ static void publish(struct nc__ext *e)
  * on a private copy, counting wraps the same way, storing nothing. */
 static uint64_t extend_aside(struct nc__ext *e, uint64_t raw, int64_t os_ns)
 {
-	struct nc__ext tmp = *e; /* mask, hz and the first read are set before any reader */
-	for (;;) {
-		uint64_t s = __atomic_load_n(&e->pub_seq, __ATOMIC_ACQUIRE);
-		tmp.last_raw = NC_LD(e->pub_raw[s & 1]);
-		tmp.ext = NC_LD(e->pub_ext[s & 1]);
-		tmp.last_os = NC_LD(e->pub_os[s & 1]);
-		NC_RFENCE();
-		if (s == NC_LD(e->pub_seq))
-			break;
-	}
+	/* mask, hz and the first read are set at initialisation, before any
+	 * reader; the rest changes with every read: from the latch */
+	struct nc__ext tmp;
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.raw = e->raw;
+	tmp.mask = e->mask;
+	tmp.hz = e->hz;
+	tmp.started = e->started;
+	tmp.first_ext = e->first_ext;
+	tmp.first_os = e->first_os;
+	struct triple v;
+	nc__latch_read(&e->pub_seq, e, triple_load, &v);
+	tmp.last_raw = v.raw;
+	tmp.ext = v.ext;
+	tmp.last_os = v.os;
 	if (!tmp.started || (tmp.last_raw | tmp.ext) == 0)
 		return raw & e->mask;
 	return nc__ext_step(&tmp, raw, os_ns);

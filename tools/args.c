@@ -5,6 +5,7 @@
  * the user's text is quoted through nc_arg_quote (a value with a newline
  * in it must not break the line). */
 #include "args.h"
+#include "../src/base/config.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -12,24 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-const char *nc_arg_quote(const char *s, char *out, size_t outlen)
-{
-	size_t n = 0;
-	if (outlen == 0)
-		return out;
-	if (!s)
-		s = "";
-	size_t i = 0;
-	for (; s[i] && i < 40 && n + 1 < outlen; i++) {
-		unsigned char c = (unsigned char)s[i];
-		out[n++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
-	}
-	if (s[i] && i == 40)
-		for (int k = 0; k < 3 && n + 1 < outlen; k++)
-			out[n++] = '.';
-	out[n] = 0;
-	return out;
-}
+/* the library's rule for user text in a one-line message */
+const char *nc_arg_quote(const char *s, char *out, size_t outlen) { return nc__quote(s, out, outlen); }
 
 int nc_arg_ll(const char *opt, const char *s, long long lo, long long hi, long long *out,
 	      char *why, size_t whylen)

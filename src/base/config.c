@@ -28,10 +28,15 @@
 
 /* The user's text in a reason: at most 40 bytes, control and non-ASCII
  * bytes as '?' (a value with a newline must not break `nanoclock info`'s
- * lines or the tool's one-line error), "..." when cut. */
+ * lines or the tool's one-line error), "..." when cut.  The tool quotes
+ * its own arguments with it too (tools/args.c). */
 const char *nc__quote(const char *s, char *out, size_t outlen)
 {
 	size_t n = 0, i = 0;
+	if (outlen == 0)
+		return out;
+	if (!s)
+		s = "";
 	for (; s[i] && i < 40 && n + 1 < outlen; i++) {
 		unsigned char c = (unsigned char)s[i];
 		out[n++] = c >= 0x20 && c < 0x7f ? (char)c : '?';

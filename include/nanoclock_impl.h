@@ -18,9 +18,11 @@
  * refresh, src/clock/) moves readers to the other copy, rewrites the one
  * they left, moves them back and rewrites the second: a reader always
  * finds a stable copy, even one that interrupted the writer (a signal
- * handler), so no read ever waits.  A reader that sees the sequence word
- * change while it read, or a counter value outside the copy's epoch,
- * calls into the library, which never waits either (see src/clock/timeline.c).
+ * handler), so no read ever waits.  The inline reads use copy 0, the one
+ * readers use whenever no write is under way; one that finds a write under
+ * way (seq odd) or the sequence word changed while it read, or a counter
+ * value outside the copy's epoch, calls into the library, which reads the
+ * copy the latch points to and never waits either (src/clock/timeline.c).
  */
 #ifndef NANOCLOCK_IMPL_H
 #define NANOCLOCK_IMPL_H
@@ -175,8 +177,8 @@ static inline uint64_t nc_impl_scale(uint64_t d, uint64_t i, uint64_t f)
 /* ---- the counter instructions, per architecture ----
  * nc_impl_hw(k): the counter of kind k is read inline here.
  * nc_impl_raw(k): unordered read.  nc_impl_fenced(k): ordered on both
- * sides.  nc_impl_after(c, &t): t taken after every earlier instruction
- * (loads included) completed; 0 if the copy's counter is not inline. */
+ * sides.  nc_impl_after(k, &t): t taken after every earlier instruction
+ * (loads included) completed; 0 if the counter of kind *k is not inline. */
 #if defined(__x86_64__) || defined(__i386__)
 static inline int nc_impl_hw(uint64_t k)
 {
@@ -210,10 +212,10 @@ static inline uint64_t nc_impl_fenced_end(uint64_t k)
  * predicted branch.  Where the TSC is not used (not selected, or disabled
  * for the thread with PR_SET_TSC) the branch goes the other way and a
  * faulting RDTSC on the wrong path is discarded, never delivered. */
-static inline int nc_impl_after(const struct nc_impl_copy *c, uint64_t *t)
+static inline int nc_impl_after(const uint64_t *kp, uint64_t *t)
 {
 	__asm__ __volatile__("lfence" : : : "memory");
-	uint64_t k = NC_IMPL_LD(c->kind);
+	uint64_t k = NC_IMPL_LD(*kp);
 	if (NC_IMPL_LIKELY(nc_impl_hw(k))) {
 		*t = nc_impl_raw(k);
 		return 1;
@@ -244,9 +246,9 @@ static inline uint64_t nc_impl_fenced(uint64_t k)
 	return v;
 }
 static inline uint64_t nc_impl_fenced_end(uint64_t k) { return nc_impl_fenced(k); }
-static inline int nc_impl_after(const struct nc_impl_copy *c, uint64_t *t)
+static inline int nc_impl_after(const uint64_t *kp, uint64_t *t)
 {
-	uint64_t k = NC_IMPL_LD(c->kind), v;
+	uint64_t k = NC_IMPL_LD(*kp), v;
 	if (NC_IMPL_LIKELY(k == NC_IMPL_KIND_CNTVCT)) {
 		__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r"(v) : : "memory");
 	} else if (k == NC_IMPL_KIND_CNTVCTSS) {
@@ -274,10 +276,10 @@ static inline uint64_t nc_impl_fenced(uint64_t k)
 	return v;
 }
 static inline uint64_t nc_impl_fenced_end(uint64_t k) { return nc_impl_fenced(k); }
-static inline int nc_impl_after(const struct nc_impl_copy *c, uint64_t *t)
+static inline int nc_impl_after(const uint64_t *kp, uint64_t *t)
 {
 	uint64_t v;
-	if (NC_IMPL_UNLIKELY(!nc_impl_hw(NC_IMPL_LD(c->kind))))
+	if (NC_IMPL_UNLIKELY(!nc_impl_hw(NC_IMPL_LD(*kp))))
 		return 0;
 	__asm__ __volatile__("isync\n\tmfspr %0, 268" : "=r"(v) : : "memory");
 	*t = v;
@@ -300,10 +302,10 @@ static inline uint64_t nc_impl_fenced(uint64_t k)
 	return v;
 }
 static inline uint64_t nc_impl_fenced_end(uint64_t k) { return nc_impl_fenced(k); }
-static inline int nc_impl_after(const struct nc_impl_copy *c, uint64_t *t)
+static inline int nc_impl_after(const uint64_t *kp, uint64_t *t)
 {
 	uint64_t v;
-	if (NC_IMPL_UNLIKELY(!nc_impl_hw(NC_IMPL_LD(c->kind))))
+	if (NC_IMPL_UNLIKELY(!nc_impl_hw(NC_IMPL_LD(*kp))))
 		return 0;
 	__asm__ __volatile__("fence iorw, iorw\n\trdtime %0" : "=r"(v) : : "memory");
 	*t = v;
@@ -315,30 +317,33 @@ static inline int nc_impl_hw(uint64_t k) { return (void)k, 0; }
 static inline uint64_t nc_impl_raw(uint64_t k) { return (void)k, 0; }
 static inline uint64_t nc_impl_fenced(uint64_t k) { return (void)k, 0; }
 static inline uint64_t nc_impl_fenced_end(uint64_t k) { return (void)k, 0; }
-static inline int nc_impl_after(const struct nc_impl_copy *c, uint64_t *t)
+static inline int nc_impl_after(const uint64_t *kp, uint64_t *t)
 {
-	(void)c;
+	(void)kp;
 	(void)t;
 	return 0;
 }
 #endif
 
 /* The value of line l now, read inline, if the counter is read inline, its
- * value lies in the epoch of the copy the latch points to, and no write
- * completed while it was read. */
-/* always_inline: with two callers (nc_now_ns, nc_unix_ns) in one file some
- * compilers (i686 gcc) would otherwise make it a call */
+ * value lies in the epoch of copy 0, and the latch pointed readers at copy
+ * 0 throughout (seq even and unchanged).  Copy 0 is the one readers use
+ * whenever no write is under way; while one is (seq odd) the read goes to
+ * the library, which reads copy 1 and does not wait.  Reading copy 0
+ * directly keeps every load independent of the others, so that they all
+ * run beside the counter read: as fast as a plain sequence lock. */
 static inline __attribute__((always_inline)) int nc_impl_read(const struct nc_impl_line *l,
 							      uint64_t *v)
 {
-	uint64_t s = __atomic_load_n(&l->seq, __ATOMIC_ACQUIRE), t, lo;
-	const struct nc_impl_copy *c = &l->copy[s & 1];
-	if (NC_IMPL_UNLIKELY(!nc_impl_after(c, &t)))
+	const struct nc_impl_copy *c = &l->copy[0];
+	uint64_t t, lo;
+	if (NC_IMPL_UNLIKELY(!nc_impl_after(&c->kind, &t)))
 		return 0;
+	uint64_t s = __atomic_load_n(&l->seq, __ATOMIC_ACQUIRE);
 	uint64_t t0 = NC_IMPL_LD(c->t0), len = NC_IMPL_LD(c->len), c0 = NC_IMPL_LD(c->c0);
 	uint64_t mi = NC_IMPL_LD(c->mul_int), mf = NC_IMPL_LD(c->mul_frac);
 	NC_IMPL_RFENCE(); /* pairs with the writer's release fence after it changed seq */
-	if (NC_IMPL_UNLIKELY(s != NC_IMPL_LD(l->seq)))
+	if (NC_IMPL_UNLIKELY((s & 1) | (s ^ NC_IMPL_LD(l->seq))))
 		return 0;
 	if (NC_IMPL_UNLIKELY(t - t0 >= len))
 		return 0;
@@ -410,11 +415,12 @@ static inline uint64_t nc_ticks_to_ns(uint64_t ticks)
 	uint64_t f = NC_IMPL_LD(nc_impl_g.conv.fast);
 	if (NC_IMPL_LIKELY(f != 0))
 		return nc_impl_frac_round(ticks, f);
+	/* copy 0 when no write is under way, as nc_impl_read */
 	uint64_t s = __atomic_load_n(&nc_impl_g.conv.seq, __ATOMIC_ACQUIRE);
-	const struct nc_impl_conv_copy *c = &nc_impl_g.conv.copy[s & 1];
-	uint64_t ci = NC_IMPL_LD(c->ns_int), cf = NC_IMPL_LD(c->ns_frac);
+	uint64_t ci = NC_IMPL_LD(nc_impl_g.conv.copy[0].ns_int);
+	uint64_t cf = NC_IMPL_LD(nc_impl_g.conv.copy[0].ns_frac);
 	NC_IMPL_RFENCE(); /* pairs with the writer's release fence (src/base/latch.c) */
-	if (NC_IMPL_UNLIKELY(s != NC_IMPL_LD(nc_impl_g.conv.seq) || (ci | cf) == 0))
+	if (NC_IMPL_UNLIKELY((s & 1) | (s ^ NC_IMPL_LD(nc_impl_g.conv.seq)) | ((ci | cf) == 0)))
 		return nc_impl_ticks_to_ns_slow(ticks);
 	return nc_impl_scale(ticks, ci, cf);
 }

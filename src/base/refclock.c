@@ -34,10 +34,16 @@ static int64_t os_mono(void) { return nc__clock_ns(CLOCK_MONOTONIC); }
 static int64_t os_real(void) { return nc__clock_ns(CLOCK_REALTIME); }
 static int64_t os_boot(void) { return nc__clock_ns(CLOCK_BOOTTIME); }
 
-/* adjtimex with modes 0 only reads: allowed to any process */
+/* adjtimex's reads need no privilege.  ADJ_OFFSET_SS_READ reads every
+ * field as modes 0 does, except that offset is what adjtime() has left to
+ * slew; only while the kernel's PLL runs is its own offset read too (a
+ * second call).  Each call costs a system call (~0.3 us in a VM): a tie
+ * makes one. */
 static int os_kclock(struct nc__kclock *k)
 {
+	static long clk_tck; /* constant: read once (a race writes the same value) */
 	struct timex tx = {0};
+	tx.modes = ADJ_OFFSET_SS_READ;
 	int state = adjtimex(&tx);
 	if (state < 0)
 		return -1;
@@ -49,22 +55,27 @@ static int os_kclock(struct nc__kclock *k)
 	/* freq is in ppm with a 16-bit fraction */
 	k->freq_ppm = (double)tx.freq / 65536.0;
 	k->tick_us = tx.tick;
-	long hz = sysconf(_SC_CLK_TCK);
+	long hz = __atomic_load_n(&clk_tck, __ATOMIC_RELAXED);
+	if (hz <= 0) {
+		hz = sysconf(_SC_CLK_TCK);
+		__atomic_store_n(&clk_tck, hz, __ATOMIC_RELAXED);
+	}
 	k->tick_nominal_us = hz > 0 ? 1000000 / hz : 10000;
-	/* The PLL moves the rate by offset / 2^(SHIFT_PLL + constant) ns per
-	 * second, SHIFT_PLL = 2 (kernel/time/ntp.c); offset is in us unless
-	 * STA_NANO. */
-	double off_ns = (double)tx.offset * ((tx.status & STA_NANO) ? 1 : 1000);
-	k->pll_ppm = (tx.status & STA_PLL) && tx.offset != 0
-			     ? (off_ns < 0 ? -off_ns : off_ns) / (double)(1L << (2 + (tx.constant > 0 && tx.constant < 20 ? tx.constant : 0))) / 1e3
-			     : 0;
-	/* what adjtime() has left to slew (a read: needs no privilege) */
-	struct timex ss = {0};
-	ss.modes = ADJ_OFFSET_SS_READ;
-	k->adjtime_active = adjtimex(&ss) >= 0 && ss.offset != 0;
+	k->adjtime_active = tx.offset != 0;
+	k->pll_ppm = 0;
+	if (tx.status & STA_PLL) {
+		/* The PLL moves the rate by offset / 2^(SHIFT_PLL + constant) ns
+		 * per second, SHIFT_PLL = 2 (kernel/time/ntp.c); offset is in us
+		 * unless STA_NANO. */
+		struct timex px = {0};
+		if (adjtimex(&px) >= 0 && px.offset != 0) {
+			double off_ns = (double)px.offset * ((px.status & STA_NANO) ? 1 : 1000);
+			long sh = 2 + (px.constant > 0 && px.constant < 20 ? px.constant : 0);
+			k->pll_ppm = (off_ns < 0 ? -off_ns : off_ns) / (double)(1L << sh) / 1e3;
+		}
+	}
 	return 0;
 }
-
 struct nc__refclocks nc__ref = {os_raw, os_mono, os_real, os_boot, os_kclock};
 
 int64_t nc__mono_raw_ns(void) { return nc__ref.raw(); }

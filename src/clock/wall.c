@@ -105,7 +105,7 @@ static int64_t realtime_offset(double *hw)
 	return off;
 }
 
-static void take_tie(struct tie *ti, double ns_tick)
+static void take_tie(struct tie *ti, double ns_tick, int read_kernel)
 {
 	struct nc__calib_io io = {NULL, nc__counter_io_read, nc__ref_io_mono};
 	nc__take_bracket(&io, TIE_TRIES, &ti->b);
@@ -133,7 +133,13 @@ static void take_tie(struct tie *ti, double ns_tick)
 	}
 	ti->unsure = ti->hw > WIDE_NS;
 	ti->real_at_mid = ti->b.ref + ti->off;
-	ti->have_k = nc__ref.kclock(&ti->k) == 0;
+	if (read_kernel) {
+		ti->have_k = nc__ref.kclock(&ti->k) == 0;
+	} else {
+		/* a set: the kernel's rate is looked at again at the period's tie */
+		ti->have_k = W.have_k;
+		ti->k = W.k;
+	}
 }
 
 /* ---- followed_rate ---- */
@@ -205,7 +211,7 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 {
 	double ns_tick = 1e9 / nc__rate_true_hz(); /* the counter's own rate */
 	struct tie ti;
-	take_tie(&ti, ns_tick);
+	take_tie(&ti, ns_tick, why != WHY_SET); /* a set is followed at once: no system call more */
 	double rate_ppm, rate = followed_rate(&ti, ns_tick, &rate_ppm);
 	uint64_t span = (uint64_t)(W.period_ns / ns_tick);
 

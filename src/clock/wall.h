@@ -12,8 +12,8 @@ NC_HIDDEN void nc__wall_start(double period_ms);
 /* nc__lib_lock held: */
 NC_HIDDEN void nc__wall_set_period(double ms);
 NC_HIDDEN double nc__wall_period_ms(void);
-/* Tie again now: a step if the system clock was set, and the kernel's
- * current rate followed at once (nc_unix_retie). */
+/* Tie again now: a set of the system clock followed as a step at once
+ * (nc_unix_retie, the upkeep thread's clock-set notice). */
 NC_HIDDEN void nc__wall_retie(void);
 /* What the tie states: everything in nc_unix_status but the kernel's view
  * (nc__lib_lock held; checks the kernel's rate first, re-tying if it

@@ -81,6 +81,10 @@ static void test_setuid_ignores_environment(void **state)
 		fprintf(stderr, "  skipped: making a setuid-root copy needs root\n");
 		skip();
 	}
+	if (getenv("NC_TEST_VALGRIND")) {
+		fprintf(stderr, "  skipped: valgrind does not run setuid programs\n");
+		skip();
+	}
 	char dir[] = "/tmp/nc_priv_XXXXXX";
 	assert_non_null(mkdtemp(dir));
 	chmod(dir, 0755);

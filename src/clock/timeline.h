@@ -45,5 +45,8 @@ NC_HIDDEN double nc__timeline_due_ns(const struct nc__timeline *tl);
 NC_HIDDEN void nc__timeline_refresh_if_due(const struct nc__timeline *tl);
 /* this thread's calls that left the inline path (tests) */
 NC_HIDDEN extern __thread long nc__slow_calls __attribute__((tls_model("initial-exec")));
+/* this thread's reads that returned an epoch's value held at its horizon
+ * (the refreshing thread was away more than 1 ms): tests */
+NC_HIDDEN extern __thread long nc__held_reads __attribute__((tls_model("initial-exec")));
 
 #endif

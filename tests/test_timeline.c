@@ -195,7 +195,9 @@ static void child_migration(const char *arg)
 	live(5e9, 10e6, 1e9);
 	double hz0 = nc_ticks_per_second();
 	world_ctr_rate(3.0 * 1.02); /* to a host whose counter runs 2% faster */
-	live(30e9, 10e6, 2.1e9);
+	live(2.1e9, 10e6, 2.1e9);
+	CHECK(R.unix_backs == 0); /* the system clock was not set: Unix time slews back */
+	live(28e9, 10e6, 12e9);
 	struct nc_info in;
 	nc_get_info(&in);
 	double hz1 = nc_ticks_per_second();
@@ -215,7 +217,9 @@ static void child_migration(const char *arg)
 	 * fast under nc_now_ns, which never goes back: it is at most 20 ms
 	 * ahead, and slews that out at 500 ppm */
 	CHECK(R.now_err < 20e6);
-	CHECK(R.unix_err < 5000); /* Unix time steps back to the system clock */
+	/* Unix time too, never back (the system clock was not set): the 20 ms
+	 * it ran ahead are slewed out at 3000 ppm */
+	CHECK(R.unix_err < 5000 && R.unix_backs == 0);
 }
 
 static void child_suspend(const char *arg)
@@ -350,6 +354,116 @@ static void child_freq_late(const char *arg)
 	CHECK(outside == 0);
 }
 
+/* Review findings, each first shown failing: */
+
+/* The kernel's frequency moves and comes back within one tie period (as
+ * chronyd slews an offset out with a temporary frequency): no comparison
+ * of adjtimex now with adjtimex at the tie sees it; the drift stays.  The
+ * stated bound must hold all the same. */
+static void child_freq_excursion(const char *arg)
+{
+	double ppm = atof(arg);
+	begin();
+	live(3e9, 10e6, 1e9);
+	struct nc_unix_status st;
+	nc_get_unix_status(&st);
+	uint32_t ties = st.refreshes;
+	while (st.refreshes == ties) { /* just after a tie */
+		w.T += 1e6;
+		nc_get_unix_status(&st);
+	}
+	w.T += 50e6;
+	world_real_rate(1 + ppm * 1e-6);
+	w.T += 400e6;
+	world_real_rate(1);
+	w.T += 1e6;
+	nc_get_unix_status(&st);
+	int64_t u = nc_unix_ns(), real = (int64_t)world_real();
+	double e = fabs((double)(u - real));
+	fprintf(stderr, "  frequency %+.0f ppm for 400 ms and back within a period: off %.0f ns, "
+		"stated %.0f ns\n", ppm, e, st.tie_error_ns);
+	CHECK(e <= st.tie_error_ns + 2 * w.cost_ns);
+}
+
+/* The kernel's tick changes (ADJ_TICK: a rate change beyond what a period
+ * slews at 1000 ppm) and nobody sets the clock: no step is counted, and
+ * nc_unix_ns never goes back. */
+static void child_tick_change(const char *arg)
+{
+	long tick = atol(arg);
+	begin();
+	live(3e9, 10e6, 1e9);
+	world_real_rate((double)tick / 10000.0);
+	w.k.freq_ppm = 0;
+	w.k.tick_us = tick;
+	int outside = 0;
+	for (int i = 0; i < 30000; i++) {
+		w.T += 100e3;
+		struct nc_unix_status st;
+		CHECK(nc_get_unix_status(&st) == 0);
+		int64_t u = nc_unix_ns(), real = (int64_t)world_real();
+		CHECK(u >= R.last_unix); /* the system clock was never set */
+		R.last_unix = u;
+		if (fabs((double)(u - real)) > st.tie_error_ns + 2 * w.cost_ns)
+			outside++;
+	}
+	struct nc_unix_status st;
+	nc_get_unix_status(&st);
+	fprintf(stderr, "  tick %ld: %u steps counted, %d samples outside the stated bound\n", tick,
+		st.steps, outside);
+	CHECK(st.steps == 0);
+	CHECK(outside == 0);
+}
+
+/* The counter goes back (a reset, a VM restored on another host) behind
+ * the start of nc_now_ns's epoch, by more than a reader may be behind
+ * another CPU: nc_now_ns never decreases, whether the reader can refresh
+ * (lock free) or not (held, as by the code a signal handler interrupted).
+ * (A smaller step back, inside the epoch, is followed until the next look
+ * at the counter: the fast path keeps no state to see it.) */
+static void child_counter_back(const char *arg)
+{
+	int held = arg[0] == 'h';
+	double back_ns = atof(arg + 1);
+	begin();
+	live(3.5e9, 10e6, 1e9);
+	uint64_t last = nc_now_ns();
+	struct nc__epoch e;
+	uint64_t kind;
+	nc__line_read(&nc_impl_g.now, &e, &kind);
+	w.ctr_v0 = (long double)e.t0 - 3.0L * (long double)back_ns; /* back_ns behind the start */
+	w.ctr_T0 = w.T;
+	w.T += 1000;
+	if (held)
+		nc__lock();
+	uint64_t v = nc_now_ns();
+	if (held)
+		nc__unlock();
+	fprintf(stderr, "  counter %.0f ms behind its epoch (lock %s): nc_now_ns %+.3f ms\n", back_ns / 1e6,
+		held ? "held" : "free", (double)(int64_t)(v - last) / 1e6);
+	CHECK(v >= last);
+	R.last_now = v;
+	live(3e9, 1e6, 2e9); /* and after: never back, back on CLOCK_MONOTONIC_RAW */
+	CHECK(R.now_err < 1e6 + 1000);
+}
+
+/* A 64-bit counter of the application's that wraps (an arbitrary origin
+ * 5 s before 2^64): nc_now_ns stays on CLOCK_MONOTONIC_RAW. */
+static void child_wrap64(const char *arg)
+{
+	(void)arg;
+	world_install();
+	w.ctr_v0 = 18446744073709551615.0L - 15e9L; /* 5 s at 3 GHz before the wrap */
+	w.ctr_T0 = w.T;
+	CHECK(nc_init() == 0);
+	R.last_now = nc_now_ns();
+	R.last_unix = nc_unix_ns();
+	live(10e9, 10e6, 1e9);
+	fprintf(stderr, "  64-bit counter wrapping: |now-raw| <= %.0f ns\n", R.now_err);
+	CHECK(R.now_err < 2000);
+	CHECK(R.unix_err < 5000);
+}
+
 /* A stated rate (NANOCLOCK_HZ) 50 ppm off the counter's real one, inside the
  * tolerance, so it is used for intervals: nc_now_ns keeps
  * CLOCK_MONOTONIC_RAW's origin and rate all the same. */
@@ -429,6 +543,13 @@ static const struct child_case cases[] = {
 	{"kernel_freq_plus_500", child_freq_bound, "500", "world", NULL},
 	{"kernel_freq_minus_500", child_freq_bound, "-500", "world", NULL},
 	{"kernel_freq_late_plus_500", child_freq_late, "500", "world", NULL},
+	{"kernel_freq_excursion_plus_500", child_freq_excursion, "500", "world", NULL},
+	{"kernel_freq_excursion_minus_100", child_freq_excursion, "-100", "world", NULL},
+	{"kernel_tick_minus_2000ppm", child_tick_change, "9980", "world", NULL},
+	{"kernel_tick_plus_1pct", child_tick_change, "10100", "world", NULL},
+	{"counter_back_10ms", child_counter_back, "f10e6", "world", NULL},
+	{"counter_back_210ms_held", child_counter_back, "h210e6", "world", NULL},
+	{"counter_wraps_64_bits", child_wrap64, NULL, "world", NULL},
 	{"kernel_freq_late_minus_500", child_freq_late, "-500", "world", NULL},
 	{"stated_rate_50ppm_off", child_stated_rate, "50", "world", NULL},
 	{"stated_rate_minus_52ppm_off", child_stated_rate, "-52", "world", NULL},

@@ -52,7 +52,10 @@ static uint64_t w_ctr(void *ctx)
 {
 	(void)ctx;
 	world_tick();
-	return (uint64_t)world_ctr();
+	long double c = world_ctr(); /* a 64-bit counter wraps */
+	while (c >= 18446744073709551616.0L)
+		c -= 18446744073709551616.0L;
+	return (uint64_t)c;
 }
 static int64_t w_raw(void)
 {

@@ -2,7 +2,7 @@
 /* Epochs and their publication.
  *
  * A line holds one epoch: for counter values t in [t0, t0 + span) the
- * value is c0 + floor(t * m), m = ns per tick as a 64.64 number.  A refresh
+ * value is c0 + floor((t - t0) * m), m = ns per tick as a 64.64 number.  A refresh
  * starts the next epoch at L = t0 + span with the value the old one had at
  * L, exactly as readers computed it: values are continuous at L, every
  * slope is positive, so the line never decreases (Unix time adds steps of
@@ -32,14 +32,14 @@ static uint64_t floor_mul(uint64_t t, uint64_t mi, uint64_t mf)
 	return t * mi + nc_impl_mulhi(t, mf, &lo);
 }
 
+/* Relative to t0, either way: behind t0 the line extended back (a stamp
+ * taken before the epoch, converted with its tie). */
 uint64_t nc__epoch_value(const struct nc__epoch *e, uint64_t t)
 {
-	return e->c0 + floor_mul(t, e->mi, e->mf);
-}
-
-uint64_t nc__c0_for(uint64_t L, uint64_t V, uint64_t mi, uint64_t mf)
-{
-	return V - floor_mul(L, mi, mf);
+	uint64_t d = t - e->t0;
+	if ((int64_t)d >= 0)
+		return e->c0 + floor_mul(d, e->mi, e->mf);
+	return e->c0 - floor_mul(-d, e->mi, e->mf);
 }
 
 /* m - m/256 in 64.64: the slowest slope a refresh may follow m with

@@ -35,7 +35,23 @@ static struct {
 	int on_raw;            /* the line reads CLOCK_MONOTONIC_RAW, not the counter */
 	double epoch_ns;       /* length of the next epoch */
 	double first_epoch_ns; /* ... after a discontinuity: learn the rate again quickly */
+	int64_t lead_ns;       /* how far ahead of CLOCK_MONOTONIC_RAW the line may be in
+				  this epoch; also read without the lock (atomic) */
 } N;
+
+/* The line is ahead of CLOCK_MONOTONIC_RAW by `ahead` ns at its start; it
+ * slews toward it through the epoch, off by at most the rate's uncertainty
+ * over the epoch more, and 2 us of brackets. */
+static void set_lead(double ahead)
+{
+	double l = (ahead > 0 ? ahead : 0) + 2000 + N.epoch_ns * nc__rate_true_ppm() * 1e-6;
+	__atomic_store_n(&N.lead_ns, (int64_t)l, __ATOMIC_RELAXED);
+}
+
+static uint64_t now_ahead_bound(void)
+{
+	return (uint64_t)nc__mono_raw_ns() + (uint64_t)__atomic_load_n(&N.lead_ns, __ATOMIC_RELAXED);
+}
 
 static uint64_t now_read(void)
 {
@@ -62,6 +78,7 @@ static void move_to_raw(uint64_t v)
 	struct nc__epoch e = {0, NC_NO_END, 0, 1, 0};
 	uint64_t raw = (uint64_t)nc__mono_raw_ns();
 	e.c0 = v > raw ? v - raw : 0;
+	__atomic_store_n(&N.lead_ns, (int64_t)e.c0, __ATOMIC_RELAXED);
 	publish(&e);
 }
 
@@ -78,11 +95,12 @@ void nc__now_start(void)
 	uint64_t now = nc__counter_read();
 	true_slope(&e);
 	e.t0 = cal->anchor_tick;
-	e.c0 = nc__c0_for(e.t0, (uint64_t)cal->anchor_ns, e.mi, e.mf);
+	e.c0 = (uint64_t)cal->anchor_ns;
 	N.first_epoch_ns = N.epoch_ns = 4.0 * (double)cal->window_ns;
 	e.span = (now - e.t0) + (uint64_t)(N.epoch_ns * nc__rate_true_hz() / 1e9);
 	struct nc__bracket b = {cal->anchor_tick, cal->anchor_ns, 0};
 	nc__events_start(&b, nc__ref.boot() - (nc__mono_raw_ns() - cal->anchor_ns));
+	set_lead(0);
 	publish(&e);
 }
 
@@ -92,13 +110,14 @@ void nc__now_start(void)
  * reference, whichever is later: never back, and not counting a suspend. */
 static void retie(const struct nc__epoch *old, uint64_t t, const struct nc__bracket *b)
 {
-	uint64_t floor_v = nc__epoch_reader_value(old, t), v = floor_v;
+	uint64_t floor_v = nc__timeline_reader_value(&nc__now_timeline, old, t), v = floor_v;
 	double hz = nc__rate_true_hz();
-	if (b->width != UINT64_MAX) {
-		uint64_t tgt = (uint64_t)b->ref - (uint64_t)llround((double)(int64_t)(b->mid - t) * 1e9 / hz);
-		if ((int64_t)(tgt - floor_v) > 0)
-			v = tgt;
-	}
+	uint64_t tgt = (uint64_t)nc__mono_raw_ns(); /* no bracket: the reference now */
+	if (b->width != UINT64_MAX)
+		tgt = (uint64_t)b->ref - (uint64_t)llround((double)(int64_t)(b->mid - t) * 1e9 / hz);
+	if ((int64_t)(tgt - floor_v) > 0)
+		v = tgt;
+	set_lead((double)(int64_t)(v - tgt));
 	struct nc__epoch e;
 	e.t0 = t;
 	true_slope(&e);
@@ -106,9 +125,9 @@ static void retie(const struct nc__epoch *old, uint64_t t, const struct nc__brac
 	 * old's values: no slower than its successors may be, unless t is past
 	 * the horizon, where they all were handed the same ceiling */
 	uint64_t d = t - old->t0;
-	if ((int64_t)d >= 0 && d - old->span <= nc__epoch_horizon_ticks(old))
+	if ((int64_t)d >= 0 && (d < old->span || d - old->span <= nc__epoch_horizon_ticks(old)))
 		nc__clamp_slope(old, &e);
-	e.c0 = nc__c0_for(t, v, e.mi, e.mf);
+	e.c0 = v;
 	e.span = (uint64_t)(N.epoch_ns * hz / 1e9);
 	publish(&e);
 }
@@ -163,7 +182,8 @@ static void now_refresh(const struct nc__epoch *old, uint64_t t)
 	if (nc__slope_from_ns(slope, &e) != 0)
 		true_slope(&e);
 	nc__clamp_slope(old, &e); /* readers past L were handed at least this */
-	e.c0 = nc__c0_for(L, v, e.mi, e.mf);
+	e.c0 = v;
+	set_lead(v == cl ? err : 0);
 	publish(&e);
 	nc__log(NC_LOG_DEBUG, "nc_now_ns epoch of %.3f s: %+.0f ns from CLOCK_MONOTONIC_RAW, "
 		"counter %.6f MHz measured", next / 1e9, err, hz / 1e6);
@@ -177,7 +197,8 @@ static void now_counter_changed(void)
 	uint64_t kind;
 	nc__line_read(&nc_impl_g.now, &old, &kind);
 	uint64_t t = nc__timeline_counter(&nc__now_timeline, kind);
-	move_to_raw(N.on_raw ? nc__epoch_value(&old, t) : nc__epoch_reader_value(&old, t));
+	move_to_raw(N.on_raw ? nc__epoch_value(&old, t)
+			     : nc__timeline_reader_value(&nc__now_timeline, &old, t));
 }
 
 static void now_discontinuity(const struct nc__bracket *b)
@@ -198,4 +219,5 @@ const struct nc__timeline nc__now_timeline = {
 	.refresh = now_refresh,
 	.counter_changed = now_counter_changed,
 	.discontinuity = now_discontinuity,
+	.ahead_bound = now_ahead_bound,
 };

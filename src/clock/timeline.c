@@ -9,7 +9,9 @@
  * it returns the epoch's overdue value (line.h: a lower bound of the next
  * epoch, held still 1 ms past the end).  A reader behind the epoch's start
  * gets the start's value (another CPU's counter a little behind), or, far
- * behind (a counter reset), the same unless it can refresh.  So a read is
+ * behind (a counter that went back), the line's bound now (its reference
+ * clock plus how far ahead of it the line may be, kept within the epoch's
+ * start and ceiling) unless it can refresh.  So a read is
  * a bounded number of steps whatever other threads or interrupted code do:
  * wait-free, and async-signal-safe after the first call. */
 #include "timeline.h"
@@ -39,6 +41,16 @@ uint64_t nc__timeline_counter(const struct nc__timeline *tl, uint64_t kind)
 	return nc_impl_hw(kind) ? nc_impl_fenced(kind) : tl->read();
 }
 
+uint64_t nc__timeline_reader_value(const struct nc__timeline *tl, const struct nc__epoch *e,
+				   uint64_t t)
+{
+	uint64_t d = t - e->t0;
+	if ((int64_t)d >= 0 || (uint64_t)(-(int64_t)d) <= nc__epoch_behind_ticks(e))
+		return nc__epoch_reader_value(e, t);
+	uint64_t lo = nc__epoch_value(e, e->t0), hi = nc__epoch_ceiling(e), b = tl->ahead_bound();
+	return b < lo ? lo : b > hi ? hi : b;
+}
+
 static uint64_t timeline_read(const struct nc__timeline *tl)
 {
 	for (int round = 0;; round++) {
@@ -65,7 +77,7 @@ static uint64_t timeline_read(const struct nc__timeline *tl)
 		}
 		if (past && t - (e.t0 + e.span) > nc__epoch_horizon_ticks(&e))
 			nc__held_reads++; /* held still at the horizon: the tests tell it apart */
-		return past ? nc__epoch_overdue(&e, t) : nc__epoch_value(&e, e.t0);
+		return nc__timeline_reader_value(tl, &e, t);
 	}
 }
 

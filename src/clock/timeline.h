@@ -26,6 +26,10 @@ struct nc__timeline {
 	void (*system_clock)(int set);
 	/* steps the line took back (the debug build's order check); NULL */
 	uint32_t (*steps)(void);
+	/* The most the line may read now: its reference clock now plus how far
+	 * ahead of it the line may be.  Async-signal-safe (a clock read and an
+	 * atomic load): what a reader far behind an epoch's start returns. */
+	uint64_t (*ahead_bound)(void);
 };
 
 /* Initialisation (nc__lib_lock held). */
@@ -37,6 +41,13 @@ NC_HIDDEN const struct nc__timeline *nc__timeline_at(int i);
  * it refreshes an overdue epoch if it can take nc__lib_lock at once, else
  * returns the bounded lower bound (line.h). */
 NC_HIDDEN uint64_t nc__timeline_read(const struct nc__timeline *tl);
+/* What a reader of tl at counter value t was handed from epoch e, at most:
+ * the value in the epoch, the overdue value past it (line.h), the start's
+ * value a little behind it (another CPU's counter); far behind it (the
+ * counter went back) the line's bound now, between the start's value and
+ * the ceiling: so a counter that goes back never takes the line back. */
+NC_HIDDEN uint64_t nc__timeline_reader_value(const struct nc__timeline *tl, const struct nc__epoch *e,
+					     uint64_t t);
 /* A counter value as the line's copies read it, ordered. */
 NC_HIDDEN uint64_t nc__timeline_counter(const struct nc__timeline *tl, uint64_t kind);
 /* ns until tl's epoch ends (0: due; 1e12: never), at its own slope. */

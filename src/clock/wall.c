@@ -18,10 +18,13 @@
  *                   by exactly that change — a mixed period's average would
  *                   be wrong for seconds;
  *   decide          the difference from the old line at the tie is a step
- *                   of the system clock (larger than a period can slew at
- *                   1000 ppm, or REALTIME's offset moved), followed as a
- *                   step; else slewed in over the next period, continuous,
- *                   never decreasing;
+ *                   of the system clock where REALTIME's offset from
+ *                   MONOTONIC moved and the difference is larger than a
+ *                   period can slew at 1000 ppm, followed as a step; a
+ *                   line that is behind by that much steps forward; else
+ *                   it is slewed in (up to 3000 ppm back where it is far
+ *                   ahead: a counter that ran fast), continuous, never
+ *                   decreasing;
  *   publish         the next epoch, and what the tie states.
  * A rate change is followed from the end of the epoch in which it is seen:
  * an epoch's slope is never lowered mid-epoch (readers still on the old
@@ -46,7 +49,10 @@
 #include <math.h>
 #include <string.h>
 
-#define MAX_WALL_SLEW 1000e-6
+#define MAX_WALL_SLEW 1000e-6 /* a period's correction: twice NTP's own slew */
+#define MAX_BACK_SLEW 3000e-6 /* a larger one the line is ahead by, that no set of the
+				 clock explains (a counter that ran fast): within the
+				 slowest successor slope (line.c) */
 #define TIE_TRIES 8
 #define NTP_DRIFT_PPM 0.1 /* a measured rate moving within a period, allowed for */
 #define WIDE_NS 20000.0   /* a tie wider than this was preempted: not used to correct */
@@ -68,6 +74,8 @@ static struct {
 	int have_k;          /* adjtimex answered at the tie ... */
 	struct nc__kclock k; /* ... and said this */
 	uint32_t steps, refreshes;
+	int64_t lead_ns;     /* how far ahead of CLOCK_REALTIME the line may be until
+				the next tie; also read without the lock (atomic) */
 } W = {.period_ns = 1e9};
 
 enum { WHY_FIRST, WHY_PERIOD, WHY_SET };
@@ -188,20 +196,32 @@ static double followed_rate(const struct tie *ti, double ns_tick, double *rate_p
 }
 
 /* ---- publish and record ---- */
-static void record(const struct tie *ti, double rate, double rate_ppm, double err)
+static void record(const struct tie *ti, double rate, double rate_ppm, double err, int why)
 {
+	if (why != WHY_SET) {
+		/* a set's re-tie read no adjtimex and moves no rate: the next
+		 * period's rate is measured from the period's tie, against the
+		 * kernel state seen there */
+		W.a_tick = ti->b.mid;
+		W.a_mono = ti->b.ref;
+		W.rate = rate;
+		W.rate_ppm = rate_ppm;
+		W.have_k = ti->have_k;
+		W.k = ti->k;
+	}
 	W.have = 1;
-	W.a_tick = ti->b.mid;
-	W.a_mono = ti->b.ref;
 	W.off = ti->off;
 	W.hw_ns = ti->hw;
 	W.tie_raw = nc__mono_raw_ns();
 	W.err_ns = err;
-	W.rate = rate;
-	W.rate_ppm = rate_ppm;
-	W.have_k = ti->have_k;
-	W.k = ti->k;
+	double lead = (err < 0 ? -err : 0) + ti->hw + 2000 + W.period_ns * W.rate_ppm * 1e-6;
+	__atomic_store_n(&W.lead_ns, (int64_t)lead, __ATOMIC_RELAXED);
 	__atomic_store_n(&W.refreshes, W.refreshes + 1, __ATOMIC_RELAXED);
+}
+
+static uint64_t wall_ahead_bound(void)
+{
+	return (uint64_t)nc__ref.real() + (uint64_t)__atomic_load_n(&W.lead_ns, __ATOMIC_RELAXED);
 }
 
 /* ---- wall_update: the phases in order ----
@@ -217,24 +237,28 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 
 	/* decide */
 	double err = 0;
-	int step = old == NULL;
+	int step = old == NULL, set = 0;
 	if (old) {
 		err = (double)(int64_t)((uint64_t)ti.real_at_mid - nc__epoch_value(old, ti.b.mid));
 		double slewable = MAX_WALL_SLEW * W.period_ns + ti.hw;
-		if (why == WHY_SET)
+		if (why == WHY_SET) {
 			/* a set: a step as soon as the difference exceeds what the line
 			 * may differ by without one (both ties' half-widths, the
 			 * previous correction still being slewed in, and 1 us), as
 			 * CLOCK_REALTIME steps */
 			step = fabs(err) > 2 * ti.hw + W.hw_ns + fabs(W.err_ns) + 1000;
-		else
-			/* a period ended: larger than it can slew; or the counter is
-			 * behind the epoch's start because it moved back with the
-			 * system clock (the gettimeofday counter), REALTIME's offset
-			 * from MONOTONIC says it was set */
-			step = fabs(err) > slewable ||
-			       ((int64_t)(t - old->t0) < 0 && W.have &&
-				fabs((double)(ti.off - W.off)) > slewable + W.hw_ns);
+			set = 1;
+		} else {
+			/* a period ended: a step back only where the system clock was
+			 * set, which REALTIME's offset from MONOTONIC says (a rate
+			 * change, ADJ_TICK's up to 10%, never moves it), and where the
+			 * line is that far ahead, or the counter went back with the
+			 * clock (the gettimeofday counter); a line that far behind
+			 * steps forward, which keeps it monotonic */
+			set = !W.have || fabs((double)(ti.off - W.off)) > slewable + W.hw_ns;
+			step = err > slewable || /* behind: forward, never back */
+			       (set && (-err > slewable || (int64_t)(t - old->t0) < 0));
+		}
 		/* A set with nothing to follow (a set to the same time): keep the
 		 * line, which the next refresh slews on schedule.  A re-tie inside
 		 * the epoch cannot lower its slope: readers still on the old copy
@@ -259,17 +283,20 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 		/* follow the system clock's step: from the tie, at its rate */
 		e.t0 = ti.b.mid;
 		nc__slope_from_ns(rate, &e);
-		e.c0 = nc__c0_for(ti.b.mid, (uint64_t)ti.real_at_mid, e.mi, e.mf);
-		if (old) {
+		e.c0 = (uint64_t)ti.real_at_mid;
+		if (old && set) {
 			__atomic_store_n(&W.steps, W.steps + 1, __ATOMIC_RELAXED);
 			nc__log(NC_LOG_INFO, "system clock %s by %+.6f s: followed as a step",
 				why == WHY_SET ? "set" : "stepped", err / 1e9);
+		} else if (old) {
+			nc__log(NC_LOG_INFO, "Unix time was %.6f s behind the system clock, whose rate "
+				"changed faster than a period slews: stepped forward", err / 1e9);
 		}
 		err = 0;
 	} else if (behind || (!mid_epoch && t - L > nc__epoch_horizon_ticks(old))) {
 		/* late (nobody asked for a while): re-tie at the tie, never below
 		 * what readers may have been handed, slewing any rest */
-		uint64_t floor_v = nc__epoch_reader_value(old, ti.b.mid);
+		uint64_t floor_v = nc__timeline_reader_value(&nc__wall_timeline, old, ti.b.mid);
 		uint64_t v = (uint64_t)ti.real_at_mid;
 		double adj = 0;
 		if ((int64_t)(v - floor_v) < 0) {
@@ -280,7 +307,7 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 		nc__slope_from_ns(rate * (1 + fmax(-MAX_WALL_SLEW, adj)), &e);
 		if (!behind && ti.b.mid - L <= nc__epoch_horizon_ticks(old))
 			nc__clamp_slope(old, &e); /* readers past L were handed at least this */
-		e.c0 = nc__c0_for(ti.b.mid, v, e.mi, e.mf);
+		e.c0 = v;
 	} else {
 		/* on time: continue from L, meeting the system clock a period on */
 		uint64_t cl = nc__epoch_value(old, L);
@@ -289,11 +316,13 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 			       (double)(int64_t)(L - ti.b.mid) * rate;
 		double len_ns = ((double)(int64_t)(t - L > 0 && !mid_epoch ? t - L : 0) + (double)span) *
 				rate;
-		double adj = fmax(-MAX_WALL_SLEW, fmin(MAX_WALL_SLEW, err_l / len_ns));
+		double adj = err_l / len_ns;
+		adj = fmax(adj < -MAX_WALL_SLEW * 1.5 ? -MAX_BACK_SLEW : -MAX_WALL_SLEW,
+			   fmin(MAX_WALL_SLEW, adj));
 		e.t0 = L;
 		nc__slope_from_ns(rate * (1 + adj), &e);
 		nc__clamp_slope(old, &e); /* readers past L were handed at least this */
-		e.c0 = nc__c0_for(L, cl, e.mi, e.mf);
+		e.c0 = cl;
 	}
 	e.span = ((int64_t)(t - e.t0) > 0 ? t - e.t0 : 0) + span;
 	publish(&e);
@@ -301,7 +330,7 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 	 * its slope slews in (an epoch that starts at L, before the tie, has
 	 * already run at its new rate since) */
 	double left = (double)(int64_t)((uint64_t)ti.real_at_mid - nc__epoch_value(&e, ti.b.mid));
-	record(&ti, rate, rate_ppm, left);
+	record(&ti, rate, rate_ppm, left, why);
 	nc__log(NC_LOG_DEBUG, "Unix time tied: +-%.0f ns, %+.0f ns to slew in (%+.0f from the old "
 		"line), CLOCK_MONOTONIC %+.3f ppm from the counter's rate (+-%.3f)", ti.hw, left, err,
 		(rate / ns_tick - 1) * 1e6, rate_ppm);
@@ -344,6 +373,7 @@ const struct nc__timeline nc__wall_timeline = {
 	.counter_changed = wall_counter_changed,
 	.system_clock = wall_system_clock,
 	.steps = nc__wall_steps,
+	.ahead_bound = wall_ahead_bound,
 };
 
 void nc__wall_start(double period_ms)
@@ -378,7 +408,27 @@ void nc__wall_status(struct nc_unix_status *st, struct nc__kclock *k, int *have_
 	moved_ppm += kernel_slew_ppm(k, *have_k);
 	st->tie_halfwidth_ns = W.hw_ns;
 	st->tie_age_s = age_s;
-	st->tie_error_ns = W.hw_ns + fabs(W.err_ns) + age_s * (W.rate_ppm + moved_ppm) * 1e3;
+	double model = W.hw_ns + fabs(W.err_ns) + age_s * (W.rate_ppm + moved_ppm) * 1e3;
+	/* The model cannot see what it was not told: a kernel frequency that
+	 * moved and came back between two looks (chrony slewing an offset
+	 * out), a clock the kernel slewed harder than it said.  So look: the
+	 * line against CLOCK_REALTIME now, the narrowest of three brackets,
+	 * and state the larger. */
+	double seen = 0, best = 1e30;
+	for (int i = 0; i < 3; i++) {
+		struct nc__epoch e;
+		uint64_t kind;
+		nc__line_read(&nc_impl_g.wall, &e, &kind);
+		int64_t a = nc__ref.real();
+		uint64_t v = nc__timeline_reader_value(&nc__wall_timeline, &e,
+						       nc__timeline_counter(&nc__wall_timeline, kind));
+		int64_t b = nc__ref.real();
+		if (b >= a && (double)(b - a) < best) {
+			best = (double)(b - a);
+			seen = fabs((double)(int64_t)(v - (uint64_t)(a + (b - a) / 2))) + best / 2;
+		}
+	}
+	st->tie_error_ns = seen > model ? seen : model;
 	st->steps = __atomic_load_n(&W.steps, __ATOMIC_RELAXED);
 	st->refreshes = __atomic_load_n(&W.refreshes, __ATOMIC_RELAXED);
 }

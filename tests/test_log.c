@@ -161,6 +161,10 @@ static void test_capture_format(void **state)
 	assert_string_equal(out, "abc|   7|ab    |");
 	nc__log_format_test(out, 8, "%s", "a long string cut to the buffer");
 	assert_string_equal(out, "a long ");
+	/* a negative precision through '*' is no precision, as printf's */
+	nc__log_format_test(out, sizeof(out), "%.*f|%d", -1, 3.25, 7);
+	snprintf(want, sizeof(want), "%.*f|%d", -1, 3.25, 7);
+	assert_string_equal(out, want);
 }
 
 static void child_env_stderr(const char *arg)

@@ -30,12 +30,14 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -331,6 +333,153 @@ static void degraded_case(const char *how)
 	CHECK(nc_upkeep_stop() == 0);
 }
 
+/* ---- review findings: a stop from the log function on the upkeep thread,
+ * two stops at once, a _Fork() while another thread holds the lock ---- */
+static pthread_t main_thread;
+static volatile int upkeep_reports, stopped_from_log, stop_rc = 99;
+static void stop_from_log(void *ctx, int level, const char *msg)
+{
+	(void)ctx;
+	(void)level;
+	(void)msg;
+	if (pthread_equal(pthread_self(), main_thread))
+		return;
+	upkeep_reports++;
+	if (!stopped_from_log) {
+		stopped_from_log = 1;
+		stop_rc = nc_upkeep_stop(); /* on the upkeep thread itself */
+	}
+}
+
+static int wait_tasks(int want)
+{
+	int n = -1;
+	for (int i = 0; i < 300 && n != want; i++) {
+		usleep(10000);
+		n = count_dir("/proc/self/task");
+	}
+	return n;
+}
+
+static void stop_from_log_case(const char *arg)
+{
+	(void)arg;
+	start_watchdog(run_seconds(30));
+	main_thread = pthread_self();
+	CHECK(nc_init() >= 0 || 1);
+	int tasks0 = count_dir("/proc/self/task"), fds0 = count_dir("/proc/self/fd");
+	CHECK(nc_set_unix_refresh_ms(5) == 0);
+	CHECK(nc_set_log(stop_from_log, NULL, NC_LOG_DEBUG) == 0);
+	CHECK(nc_upkeep_start() == 0);
+	for (int i = 0; i < 500 && !stopped_from_log; i++)
+		usleep(2000);
+	CHECK(stopped_from_log);
+	CHECK(stop_rc == 0);
+	/* the thread ends by itself once the log function returns */
+	int tasks = wait_tasks(tasks0), fds = count_dir("/proc/self/fd");
+	fprintf(stderr, "case: threads %d -> %d, fds %d -> %d\n", tasks0, tasks, fds0, fds);
+	CHECK(tasks == tasks0 && fds == fds0);
+	struct nc_info in;
+	nc_get_info(&in);
+	CHECK(!in.upkeep_running);
+	CHECK(nc_set_log(NULL, NULL, 0) == 0);
+	CHECK(nc_upkeep_start() == 0); /* and it starts again */
+	CHECK(nc_upkeep_stop() == 0);
+}
+
+static volatile int slow_cb_on;
+static void slow_log(void *ctx, int level, const char *msg)
+{
+	(void)ctx;
+	(void)level;
+	(void)msg;
+	if (pthread_equal(pthread_self(), main_thread))
+		return;
+	slow_cb_on = 1;
+	usleep(200000); /* a slow log function on the upkeep thread */
+}
+static void *stopper_thread(void *p)
+{
+	(void)p;
+	nc_upkeep_stop();
+	return NULL;
+}
+
+/* Two stops at once: each returns only when the thread has ended. */
+static void stop_stop_case(const char *arg)
+{
+	(void)arg;
+	start_watchdog(run_seconds(30));
+	main_thread = pthread_self();
+	CHECK(nc_init() >= 0 || 1);
+	int tasks0 = count_dir("/proc/self/task");
+	CHECK(nc_set_unix_refresh_ms(5) == 0);
+	CHECK(nc_set_log(slow_log, NULL, NC_LOG_DEBUG) == 0);
+	CHECK(nc_upkeep_start() == 0);
+	while (!slow_cb_on)
+		usleep(100);
+	pthread_t a;
+	CHECK(pthread_create(&a, NULL, stopper_thread, NULL) == 0);
+	usleep(20000);
+	CHECK(nc_upkeep_stop() == 0);
+	/* main, stopper A (perhaps still returning), no upkeep thread */
+	int n = count_dir("/proc/self/task");
+	fprintf(stderr, "case: after the second stop: %d threads (before start %d)\n", n, tasks0);
+	CHECK(n <= tasks0 + 1);
+	pthread_join(a, NULL);
+	CHECK(wait_tasks(tasks0) == tasks0);
+	CHECK(nc_set_log(NULL, NULL, 0) == 0);
+}
+
+/* _Fork() (async-signal-safe, no atfork handlers) while another thread holds
+ * the library's lock: the child's clock still runs. */
+static volatile int holding_lock, release_lock;
+static void *lock_holder(void *p)
+{
+	(void)p;
+	nc__lock();
+	holding_lock = 1;
+	while (!release_lock)
+		usleep(100);
+	nc__unlock();
+	return NULL;
+}
+
+static void fork_locked_case(const char *arg)
+{
+	(void)arg;
+	const char *emu = getenv("NC_TEST_RUN");
+	if ((emu && emu[0]) || getenv("NC_TEST_VALGRIND")) {
+		fprintf(stderr, "case: skipped: a bare fork of a threaded process under an emulator\n");
+		_exit(CHILD_SKIP);
+	}
+	CHECK(nc_init() >= 0 || 1);
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, lock_holder, NULL) == 0);
+	while (!holding_lock)
+		usleep(100);
+	fflush(NULL);
+	pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0); /* fork without atfork handlers */
+	if (pid == 0) {
+		struct timespec a, b, d = {2, 0};
+		clock_gettime(CLOCK_MONOTONIC_RAW, &a);
+		uint64_t n0 = nc_now_ns();
+		nanosleep(&d, NULL);
+		clock_gettime(CLOCK_MONOTONIC_RAW, &b);
+		uint64_t n1 = nc_now_ns();
+		double raw = (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
+		double now = (double)(n1 - n0);
+		_exit(fabs(now - raw) < 1e6 ? 0 : 1);
+	}
+	CHECK(pid > 0);
+	release_lock = 1;
+	pthread_join(th, NULL);
+	int st = 0;
+	CHECK(waitpid(pid, &st, 0) == pid);
+	fprintf(stderr, "case: child %s\n", WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "kept time" : "clock stood still");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 static const struct child_case cases[] = {
 	{"handler_reads_1ms", handler_case, "1", NULL, NULL},
 	{"handler_reads_1s", handler_case, "1000", NULL, NULL},
@@ -338,6 +487,9 @@ static const struct child_case cases[] = {
 	{"upkeep_start_stop_race", upkeep_race_case, NULL, NULL, NULL},
 	{"upkeep_without_timerfd_seccomp", degraded_case, "seccomp", NULL, NULL},
 	{"upkeep_without_timerfd_no_fds", degraded_case, "rlimit", NULL, NULL},
+	{"upkeep_stopped_from_its_log_function", stop_from_log_case, NULL, NULL, NULL},
+	{"upkeep_two_stops_at_once", stop_stop_case, NULL, NULL, NULL},
+	{"fork_without_handlers_lock_held", fork_locked_case, NULL, NULL, NULL},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 

@@ -14,11 +14,19 @@ struct nc_impl_state nc_impl_g;
 void nc__latch_write(uint64_t *seq, void *obj, void (*store)(void *obj, int i, const void *src),
 		     const void *src)
 {
-	uint64_t s = __atomic_load_n(seq, __ATOMIC_RELAXED); /* even: only writers change it */
-	__atomic_store_n(seq, s + 1, __ATOMIC_RELEASE);      /* readers to copy 1 */
-	NC_WFENCE();
+	/* The copy readers are not on is written first, then they are moved
+	 * to it, then the other is written.  So a writer that stopped anywhere
+	 * (its thread gone with a fork that ran no handler) leaves readers on
+	 * an intact copy, and the next write repairs the other.  Every write
+	 * ends with seq even: readers on copy 0, which the inline reads use. */
+	uint64_t s = __atomic_load_n(seq, __ATOMIC_RELAXED); /* only writers change it */
+	if (!(s & 1)) {
+		store(obj, 1, src);
+		__atomic_store_n(seq, ++s, __ATOMIC_RELEASE); /* readers to copy 1 */
+		NC_WFENCE();
+	}
 	store(obj, 0, src);
-	__atomic_store_n(seq, s + 2, __ATOMIC_RELEASE);      /* readers back to copy 0 */
+	__atomic_store_n(seq, s + 1, __ATOMIC_RELEASE);      /* readers to copy 0 */
 	NC_WFENCE();
 	store(obj, 1, src);
 }

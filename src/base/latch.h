@@ -4,9 +4,9 @@
  * timelines and the conversion the fast path reads (nc_impl_g, defined
  * here, in nanoclock_impl.h's layout) and a narrow counter's last value
  * (src/counter/extend.c).  A writer (one at a time: it holds the owner's
- * lock) moves readers to the other copy, rewrites the copy they left,
- * moves them back and rewrites the second; a reader reads the copy the
- * sequence word points to and checks the word did not change meanwhile.
+ * lock) writes the copy readers are not on, moves them to it, and writes
+ * the other; a reader reads the copy the sequence word points to and
+ * checks the word did not change meanwhile.
  * A reader never waits, even one that interrupted the writer (a signal
  * handler): the copy it reads is not the one being written. */
 #ifndef NC_BASE_LATCH_H

@@ -17,16 +17,45 @@ static void futex(uint32_t *w, int op, uint32_t v)
 	syscall(SYS_futex, w, op | FUTEX_PRIVATE_FLAG, v, NULL, NULL, 0);
 }
 
+/* Taken by a process that is not this one: this is a child forked while
+ * another thread of its parent held the lock, and no atfork handler ran
+ * (_Fork(), a raw clone).  That thread is not here to release it: the
+ * first caller that finds it so takes it over (one compare-and-swap on the
+ * owner decides who).  What the holder was updating may be half done. */
+static int take_over(struct nc__futex_lock *l)
+{
+	int32_t o = __atomic_load_n(&l->owner, __ATOMIC_ACQUIRE), me = (int32_t)getpid();
+	if (o == 0 || o == me)
+		return 0;
+	if (!__atomic_compare_exchange_n(&l->owner, &o, me, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return 0;
+	__atomic_store_n(&l->word, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
+static void owned(struct nc__futex_lock *l)
+{
+	__atomic_store_n(&l->owner, (int32_t)getpid(), __ATOMIC_RELAXED);
+}
+
 int nc__futex_trylock(struct nc__futex_lock *l)
 {
 	uint32_t free_ = 0;
-	return __atomic_compare_exchange_n(&l->word, &free_, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+	if (__atomic_compare_exchange_n(&l->word, &free_, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		owned(l);
+		return 1;
+	}
+	return take_over(l);
 }
 
 void nc__futex_lock(struct nc__futex_lock *l)
 {
 	uint32_t c = 0;
-	if (__atomic_compare_exchange_n(&l->word, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+	if (__atomic_compare_exchange_n(&l->word, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		owned(l);
+		return;
+	}
+	if (take_over(l))
 		return;
 	/* contended: mark waiters and sleep until the word is free */
 	if (c != 2)
@@ -35,10 +64,12 @@ void nc__futex_lock(struct nc__futex_lock *l)
 		futex(&l->word, FUTEX_WAIT, 2);
 		c = __atomic_exchange_n(&l->word, 2, __ATOMIC_ACQUIRE);
 	}
+	owned(l);
 }
 
 void nc__futex_unlock(struct nc__futex_lock *l)
 {
+	__atomic_store_n(&l->owner, 0, __ATOMIC_RELAXED);
 	if (__atomic_exchange_n(&l->word, 0, __ATOMIC_RELEASE) == 2)
 		futex(&l->word, FUTEX_WAKE, 1);
 }
@@ -46,4 +77,8 @@ void nc__futex_unlock(struct nc__futex_lock *l)
 void nc__lock(void) { nc__futex_lock(&nc__lib_lock); }
 void nc__unlock(void) { nc__futex_unlock(&nc__lib_lock); }
 int nc__trylock(void) { return nc__futex_trylock(&nc__lib_lock); }
-void nc__lock_reset_in_child(void) { __atomic_store_n(&nc__lib_lock.word, 0, __ATOMIC_RELAXED); }
+void nc__lock_reset_in_child(void)
+{
+	__atomic_store_n(&nc__lib_lock.owner, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&nc__lib_lock.word, 0, __ATOMIC_RELAXED);
+}

@@ -14,11 +14,14 @@
 
 #include <stdint.h>
 
-/* A futex lock: 0 free, 1 taken, 2 taken with waiters. */
+/* A futex lock: 0 free, 1 taken, 2 taken with waiters; and the process
+ * that took it (a child forked without atfork handlers, by _Fork or
+ * clone, takes over a lock its parent's other thread held). */
 struct nc__futex_lock {
 	uint32_t word;
+	int32_t owner;
 };
-#define NC_FUTEX_LOCK_INIT {0}
+#define NC_FUTEX_LOCK_INIT {0, 0}
 NC_HIDDEN void nc__futex_lock(struct nc__futex_lock *l);
 NC_HIDDEN void nc__futex_unlock(struct nc__futex_lock *l);
 /* 1 if taken: one compare-and-swap, never waits, async-signal-safe */

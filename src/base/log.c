@@ -251,7 +251,11 @@ static void render(const struct report *r, char *out, size_t outlen)
 		spec[s++] = *p++;
 		while (*p && !strchr("diucxXofFeEgGaAsp", *p) && s + 12 < sizeof(spec)) {
 			if (*p == '*' && k < r->n) {
-				s += (size_t)snprintf(spec + s, sizeof(spec) - s, "%d", (int)r->a[k++].i);
+				int v = (int)r->a[k++].i;
+				if (v < 0 && s > 0 && spec[s - 1] == '.')
+					s--; /* a negative precision is none */
+				else
+					s += (size_t)snprintf(spec + s, sizeof(spec) - s, "%d", v);
 				p++;
 			} else {
 				spec[s++] = *p++;

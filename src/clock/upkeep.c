@@ -43,6 +43,7 @@
 struct thread_arg {
 	int stop_fd;     /* eventfd: wakes the thread to stop */
 	int tfd;         /* timerfd (-1: none, it refreshes on time only) */
+	int self_stopped; /* stopped from its own log delivery: it frees this and detaches */
 };
 
 /* Guarded by nc__lib_lock. */
@@ -59,6 +60,7 @@ static struct {
 	 * must close the child's copies too */
 	int retired[8];
 	int nretired;
+	int joining;     /* stops joining a thread right now: later stops wait for them */
 } U;
 
 static int arm_cancel_on_set(int tfd)
@@ -68,6 +70,17 @@ static int arm_cancel_on_set(int tfd)
 	memset(&its, 0, sizeof(its));
 	its.it_value.tv_sec = (time_t)(((uint64_t)1 << 31) - 1);
 	return timerfd_settime(tfd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL);
+}
+
+static void close_arg(struct thread_arg *a)
+{
+	if (!a)
+		return;
+	if (a->stop_fd >= 0)
+		close(a->stop_fd);
+	if (a->tfd >= 0)
+		close(a->tfd);
+	free(a);
 }
 
 /* One pass: nc__lib_lock held. */
@@ -119,20 +132,14 @@ static void *upkeep_main(void *p)
 		nc__lock();
 		upkeep_pass(set);
 		nc__unlock();
-		nc__log_deliver();
+		nc__log_deliver(); /* the application's function may stop this very thread */
+	}
+	if (__atomic_load_n(&a->self_stopped, __ATOMIC_ACQUIRE)) {
+		/* nobody joins a thread that stopped itself: it cleans up */
+		pthread_detach(pthread_self());
+		close_arg(a);
 	}
 	return NULL;
-}
-
-static void close_arg(struct thread_arg *a)
-{
-	if (!a)
-		return;
-	if (a->stop_fd >= 0)
-		close(a->stop_fd);
-	if (a->tfd >= 0)
-		close(a->tfd);
-	free(a);
 }
 
 /* nc__lib_lock held */
@@ -140,7 +147,7 @@ static int start_locked(void)
 {
 	if (U.running && U.pid == getpid())
 		return 0;
-	struct thread_arg *a = malloc(sizeof(*a));
+	struct thread_arg *a = calloc(1, sizeof(*a));
 	if (!a)
 		return NC_ESYS;
 	a->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -212,6 +219,13 @@ int nc__upkeep_stop(void)
 	U.wanted = 0;
 	if (!(U.running && U.pid == getpid())) {
 		U.running = 0;
+		/* another stop is joining the thread: this one returns when it ended */
+		while (U.joining > 0) {
+			nc__unlock();
+			struct timespec ms = {0, 1000000};
+			nanosleep(&ms, NULL);
+			nc__lock();
+		}
 		return 0;
 	}
 	struct thread_arg *a = U.arg;
@@ -221,11 +235,20 @@ int nc__upkeep_stop(void)
 		return NC_ESYS; /* cannot happen to an eventfd of ours: it keeps running */
 	U.running = 0;
 	U.arg = NULL;
+	if (pthread_equal(pthread_self(), th)) {
+		/* from the thread itself (the application's log function, which it
+		 * delivers to): it ends when that returns, and cleans up after
+		 * itself; a join here would wait for ever */
+		__atomic_store_n(&a->self_stopped, 1, __ATOMIC_RELEASE);
+		return 0;
+	}
 	retire(a->stop_fd);
 	retire(a->tfd);
+	U.joining++;
 	nc__unlock();
 	pthread_join(th, NULL);
 	nc__lock();
+	U.joining--;
 	unretire(a->stop_fd);
 	unretire(a->tfd);
 	close_arg(a);

@@ -205,5 +205,9 @@ void nc__ext_set_hz(struct nc__ext *e, double hz)
 }
 
 void nc__ext_lock(void) { nc__futex_lock(&ext_lock); }
-void nc__ext_reset_in_child(void) { __atomic_store_n(&ext_lock.word, 0, __ATOMIC_RELAXED); }
+void nc__ext_reset_in_child(void)
+{
+	__atomic_store_n(&ext_lock.owner, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ext_lock.word, 0, __ATOMIC_RELAXED);
+}
 void nc__ext_unlock(void) { nc__futex_unlock(&ext_lock); }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The top of the library: initialisation (init.c) and the public entry
- * points (api.c, info.c).  Only public entry points call these; nothing
- * below src/ calls up. */
+ * points (api.c, info.c).  Only public entry points call these: those
+ * here, and the public functions of src/sync/ and src/trace/, which sit
+ * beside the clocks and call up to here (nothing here calls them). */
 #ifndef NC_INIT_H
 #define NC_INIT_H
 

@@ -41,7 +41,7 @@ static struct {
 	int status;           /* what nc_init() returns */
 	double init_ms;
 	struct nc__config cfg;
-} I;
+} init;
 int nc__init_runs;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -52,18 +52,18 @@ static __thread int ran_init __attribute__((tls_model("initial-exec")));
 
 static void set_status(int rc)
 {
-	if (I.status == 0)
-		I.status = rc;
+	if (init.status == 0)
+		init.status = rc;
 }
 
 static void read_configuration(struct nc__registered *reg)
 {
 	nc__registry_freeze(reg);
-	nc__config_read(&I.cfg, reg->app_ppm, reg->app_ms);
+	nc__config_read(&init.cfg, reg->app_ppm, reg->app_ms);
 	nc__log_config();
-	if (I.cfg.hz_set && I.cfg.hz == 0)
+	if (init.cfg.hz_set && init.cfg.hz == 0)
 		set_status(NC_EINVAL);
-	if (I.cfg.calib_why[0] || I.cfg.unix_why[0] || I.cfg.force_why[0])
+	if (init.cfg.calib_why[0] || init.cfg.unix_why[0] || init.cfg.force_why[0])
 		set_status(NC_EINVAL);
 }
 
@@ -71,9 +71,9 @@ static void read_configuration(struct nc__registered *reg)
  * CLOCK_MONOTONIC_RAW is always there at the end of the list. */
 static int calibrate_counter(struct nc__calib *cal)
 {
-	int64_t max_ns = (int64_t)(I.cfg.calib_max_ms * 1e6);
+	int64_t max_ns = (int64_t)(init.cfg.calib_max_ms * 1e6);
 	struct nc__calib_goal g = {CALIB_MIN_NS < max_ns ? CALIB_MIN_NS : max_ns, max_ns,
-				   I.cfg.calib_ppm};
+				   init.cfg.calib_ppm};
 	for (;;) {
 		const struct nc__counter *c = nc__counter();
 		if (c->fixed_hz > 0)
@@ -97,13 +97,13 @@ static void decide_rate(int exact, const struct nc__calib *cal)
 		nc__rate_set_measured(cal, nc__counter_resolution());
 	struct nc_hz_source src[NC_MAX_HZ_SOURCES];
 	int n = !exact && c->stated ? c->stated(nc__counter_machine(), src, NC_MAX_HZ_SOURCES) : 0;
-	set_status(nc__rate_decide(src, n, &I.cfg));
-	if (I.cfg.hz_set && I.cfg.hz == 0) {
+	set_status(nc__rate_decide(src, n, &init.cfg));
+	if (init.cfg.hz_set && init.cfg.hz == 0) {
 		char why[160];
-		snprintf(why, sizeof(why), "refused: %.150s", I.cfg.hz_why);
+		snprintf(why, sizeof(why), "refused: %.150s", init.cfg.hz_why);
 		nc__rate_env_status(why);
 	}
-	if (strstr(I.cfg.ignored, "NANOCLOCK_HZ"))
+	if (strstr(init.cfg.ignored, "NANOCLOCK_HZ"))
 		nc__rate_env_status("ignored: the program runs with raised privileges (setuid, setgid "
 				    "or capabilities), so the environment is not trusted");
 }
@@ -149,18 +149,18 @@ static void report(void)
 		if (o.hz_sources[i].status != NC_SRC_ABSENT)
 			nc__log(NC_LOG_INFO, "stated rate %s %.6f MHz: %s", o.hz_sources[i].name,
 				o.hz_sources[i].hz / 1e6, o.hz_sources[i].reason);
-	if (I.cfg.hz_set || strstr(I.cfg.ignored, "NANOCLOCK_HZ"))
+	if (init.cfg.hz_set || strstr(init.cfg.ignored, "NANOCLOCK_HZ"))
 		nc__log(o.hz_env_status[0] == 'u' ? NC_LOG_INFO : NC_LOG_WARN, "NANOCLOCK_HZ=%s %s",
-			I.cfg.hz_text, o.hz_env_status);
-	if (I.cfg.ignored[0])
-		nc__log(NC_LOG_WARN, "ignored in a program with raised privileges: %s", I.cfg.ignored);
-	if (I.cfg.calib_why[0])
-		nc__log(NC_LOG_WARN, "%s", I.cfg.calib_why);
-	if (I.cfg.unix_why[0])
-		nc__log(NC_LOG_WARN, "%s", I.cfg.unix_why);
+			init.cfg.hz_text, o.hz_env_status);
+	if (init.cfg.ignored[0])
+		nc__log(NC_LOG_WARN, "ignored in a program with raised privileges: %s", init.cfg.ignored);
+	if (init.cfg.calib_why[0])
+		nc__log(NC_LOG_WARN, "%s", init.cfg.calib_why);
+	if (init.cfg.unix_why[0])
+		nc__log(NC_LOG_WARN, "%s", init.cfg.unix_why);
 	nc__log(NC_LOG_INFO, "rate %.6f MHz +-%.3g ppm (%s%s%.3f ms); initialised in %.3f ms",
 		o.hz / 1e6, o.hz_uncertainty_ppm, o.hz_source, o.hz_measured > 0 ? "; measured over " : "",
-		o.hz_measured > 0 ? o.calib_window_ms : 0, I.init_ms);
+		o.hz_measured > 0 ? o.calib_window_ms : 0, init.init_ms);
 }
 
 static void do_init(void)
@@ -171,7 +171,7 @@ static void do_init(void)
 	struct nc__registered reg;
 	read_configuration(&reg);
 	int64_t t_cfg = nc__mono_raw_ns();
-	nc__counter_choose(&reg, I.cfg.counter, I.cfg.counter_why);
+	nc__counter_choose(&reg, init.cfg.counter, init.cfg.counter_why);
 	set_status(nc__counter_status()); /* the forced counter comes first */
 	int64_t t_sel = nc__mono_raw_ns();
 	struct nc__calib cal;
@@ -181,12 +181,12 @@ static void do_init(void)
 	nc__counter_settle(nc__rate_true_hz());
 	nc__rate_publish();
 	nc__now_start();
-	nc__wall_start(I.cfg.unix_refresh_ms);
+	nc__wall_start(init.cfg.unix_refresh_ms);
 	nc__timeline_register(&nc__now_timeline);
 	nc__timeline_register(&nc__wall_timeline);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	int64_t t_end = nc__mono_raw_ns();
-	I.init_ms = (double)(t_end - t_start) / 1e6;
+	init.init_ms = (double)(t_end - t_start) / 1e6;
 	report();
 	/* where a slow start went (the machine's files, the candidates, the
 	 * calibration, the rest: stated rates, the first tie to the system clock) */
@@ -218,6 +218,6 @@ void nc__enter(void)
 
 void nc__leave(void) { nc__log_deliver(); }
 
-int nc__init_status(void) { return I.status; }
-double nc__init_ms(void) { return I.init_ms; }
-const struct nc__config *nc__init_config(void) { return &I.cfg; }
+int nc__init_status(void) { return init.status; }
+double nc__init_ms(void) { return init.init_ms; }
+const struct nc__config *nc__init_config(void) { return &init.cfg; }

@@ -55,7 +55,7 @@ static struct {
 	int head, n;
 	unsigned dropped;
 	int pending;
-} L = {.level = -1};
+} reports = {.level = -1};
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
 static void to_stderr(void *ctx, int level, const char *msg)
@@ -77,7 +77,7 @@ static void to_stderr(void *ctx, int level, const char *msg)
 static void read_env(void)
 {
 	const char *v = secure_getenv("NANOCLOCK_LOG");
-	if (!v || strncmp(v, "stderr", 6) != 0 || L.fn)
+	if (!v || strncmp(v, "stderr", 6) != 0 || reports.fn)
 		return;
 	int level = NC_LOG_INFO;
 	const char *l = v[6] == ':' ? v + 7 : "";
@@ -85,9 +85,9 @@ static void read_env(void)
 	for (int i = 0; i < 4; i++)
 		if (!strcmp(l, names[i]) || (l[0] == '0' + i && !l[1]))
 			level = i;
-	L.fn = to_stderr;
-	L.ctx = NULL;
-	__atomic_store_n(&L.level, level, __ATOMIC_RELEASE);
+	reports.fn = to_stderr;
+	reports.ctx = NULL;
+	__atomic_store_n(&reports.level, level, __ATOMIC_RELEASE);
 }
 
 void nc__log_config(void) { pthread_once(&env_once, read_env); }
@@ -98,14 +98,14 @@ int nc_set_log(nc_log_fn fn, void *ctx, int level)
 		return NC_EINVAL;
 	nc__lock(); /* read_env writes L under it too (initialisation holds it) */
 	nc__log_config();
-	L.fn = fn;
-	L.ctx = ctx;
-	__atomic_store_n(&L.level, fn ? level : -1, __ATOMIC_RELEASE);
+	reports.fn = fn;
+	reports.ctx = ctx;
+	__atomic_store_n(&reports.level, fn ? level : -1, __ATOMIC_RELEASE);
 	nc__unlock();
 	return 0;
 }
 
-int nc__log_wanted(int level) { return level <= __atomic_load_n(&L.level, __ATOMIC_ACQUIRE); }
+int nc__log_wanted(int level) { return level <= __atomic_load_n(&reports.level, __ATOMIC_ACQUIRE); }
 
 /* ---- capture: one pass over the format, each argument copied by type ---- */
 static const char *skip_flags_width(const char *p, struct report *r, va_list *ap)
@@ -302,13 +302,13 @@ void nc__log_format_test(char *out, size_t outlen, const char *fmt, ...)
 
 static void enqueue(int level, const char *fmt, va_list ap)
 {
-	if (L.n == QLEN) {
-		__atomic_fetch_add(&L.dropped, 1, __ATOMIC_RELAXED);
+	if (reports.n == QLEN) {
+		__atomic_fetch_add(&reports.dropped, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	capture(&L.q[(L.head + L.n) % QLEN], level, fmt, ap);
-	L.n++;
-	__atomic_store_n(&L.pending, 1, __ATOMIC_RELEASE);
+	capture(&reports.q[(reports.head + reports.n) % QLEN], level, fmt, ap);
+	reports.n++;
+	__atomic_store_n(&reports.pending, 1, __ATOMIC_RELEASE);
 }
 
 void nc__log(int level, const char *fmt, ...)
@@ -330,45 +330,45 @@ void nc__log_any(int level, const char *fmt, ...)
 	if (nc__trylock()) {
 		enqueue(level, fmt, ap);
 		nc__unlock();
-	} else if (L.fn == to_stderr) {
+	} else if (reports.fn == to_stderr) {
 		char msg[MSGLEN];
 		vsnprintf(msg, sizeof(msg), fmt, ap);
 		to_stderr(NULL, level, msg);
 	} else {
-		__atomic_fetch_add(&L.dropped, 1, __ATOMIC_RELAXED); /* said at the next delivery */
+		__atomic_fetch_add(&reports.dropped, 1, __ATOMIC_RELAXED); /* said at the next delivery */
 	}
 	va_end(ap);
 }
 
-int nc__log_pending(void) { return __atomic_load_n(&L.pending, __ATOMIC_ACQUIRE); }
+int nc__log_pending(void) { return __atomic_load_n(&reports.pending, __ATOMIC_ACQUIRE); }
 
 /* nc__lib_lock held: the oldest report and where it goes, or 0. */
 static int pop(struct report *out, nc_log_fn *fn, void **ctx)
 {
-	unsigned dropped = __atomic_load_n(&L.dropped, __ATOMIC_RELAXED);
-	if (dropped && L.n < QLEN) { /* say so, in order */
+	unsigned dropped = __atomic_load_n(&reports.dropped, __ATOMIC_RELAXED);
+	if (dropped && reports.n < QLEN) { /* say so, in order */
 		static const char fmt[] = "%u reports dropped (more than %d at once)";
-		struct report *r = &L.q[(L.head + L.n) % QLEN];
+		struct report *r = &reports.q[(reports.head + reports.n) % QLEN];
 		r->level = NC_LOG_WARN;
 		r->fmt = fmt;
 		r->bad = 0;
 		r->n = 2;
 		r->type[0] = A_UINT;
-		r->a[0].u = __atomic_exchange_n(&L.dropped, 0, __ATOMIC_RELAXED);
+		r->a[0].u = __atomic_exchange_n(&reports.dropped, 0, __ATOMIC_RELAXED);
 		r->type[1] = A_INT;
 		r->a[1].i = QLEN;
 		r->text_used = 0;
-		L.n++;
+		reports.n++;
 	}
-	if (L.n == 0) {
-		__atomic_store_n(&L.pending, 0, __ATOMIC_RELEASE);
+	if (reports.n == 0) {
+		__atomic_store_n(&reports.pending, 0, __ATOMIC_RELEASE);
 		return 0;
 	}
-	*out = L.q[L.head];
-	L.head = (L.head + 1) % QLEN;
-	L.n--;
-	*fn = L.fn;
-	*ctx = L.ctx;
+	*out = reports.q[reports.head];
+	reports.head = (reports.head + 1) % QLEN;
+	reports.n--;
+	*fn = reports.fn;
+	*ctx = reports.ctx;
 	return 1;
 }
 

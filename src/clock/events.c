@@ -25,7 +25,7 @@ static struct {
 	uint64_t t;          /* its counter value */
 	int64_t raw, boot;   /* CLOCK_MONOTONIC_RAW and CLOCK_BOOTTIME there */
 	struct nc_events ev;
-} E;
+} seen;
 
 void nc__events_measure(struct nc__bracket *b, int64_t *boot)
 {
@@ -36,34 +36,34 @@ void nc__events_measure(struct nc__bracket *b, int64_t *boot)
 
 static void remember(const struct nc__bracket *b, int64_t boot)
 {
-	E.t = b->mid;
-	E.raw = b->ref;
-	E.boot = boot;
-	E.have = 1;
+	seen.t = b->mid;
+	seen.raw = b->ref;
+	seen.boot = boot;
+	seen.have = 1;
 }
 
 void nc__events_start(const struct nc__bracket *b, int64_t boot) { remember(b, boot); }
 
 int nc__events_look(const struct nc__bracket *b, int64_t boot)
 {
-	if (!E.have || b->width == UINT64_MAX) {
+	if (!seen.have || b->width == UINT64_MAX) {
 		if (b->width != UINT64_MAX)
 			remember(b, boot);
 		return NC_LOOK_OK;
 	}
-	double draw = (double)(b->ref - E.raw);
-	double dboot = (double)(boot - E.boot);
+	double draw = (double)(b->ref - seen.raw);
+	double dboot = (double)(boot - seen.boot);
 	if (dboot - draw > SUSPEND_NS) {
-		E.ev.suspends++;
-		E.ev.suspended_s += (dboot - draw) / 1e9;
+		seen.ev.suspends++;
+		seen.ev.suspended_s += (dboot - draw) / 1e9;
 		nc__log(NC_LOG_INFO, "suspend of %.3f s seen (CLOCK_BOOTTIME moved, "
 			"CLOCK_MONOTONIC_RAW did not)", (dboot - draw) / 1e9);
 	}
-	int64_t dt = (int64_t)(b->mid - E.t);
+	int64_t dt = (int64_t)(b->mid - seen.t);
 	double hz = nc__rate_true_hz();
 	double dt_ns = (double)dt * 1e9 / hz;
 	if (dt == 0 && draw > SUSPEND_NS) {
-		E.ev.counter_stops++;
+		seen.ev.counter_stops++;
 		nc__log(NC_LOG_WARN, "the %s counter stopped for %.3f ms of CLOCK_MONOTONIC_RAW: "
 			"nc_now_ns follows CLOCK_MONOTONIC_RAW from now on",
 			nc__counter()->name, draw / 1e6);
@@ -76,7 +76,7 @@ int nc__events_look(const struct nc__bracket *b, int64_t boot)
 	double tol = 2000 + fabs(draw) * (nc__rate_true_ppm() + 100) * 1e-6;
 	int jump = !nc__rate_remeasuring() && fabs(dt_ns - draw) > tol && draw >= 0;
 	if (jump) {
-		E.ev.counter_jumps++;
+		seen.ev.counter_jumps++;
 		nc__log(NC_LOG_WARN, "the counter moved %+.3f ms unlike CLOCK_MONOTONIC_RAW "
 			"over %.3f ms (a pause, a migration, a reset): re-tied, re-measuring",
 			(dt_ns - draw) / 1e6, draw / 1e6);
@@ -86,7 +86,7 @@ int nc__events_look(const struct nc__bracket *b, int64_t boot)
 	return jump ? NC_LOOK_JUMP : NC_LOOK_OK;
 }
 
-void nc__events_rate_changed(void) { E.ev.rate_changes++; }
+void nc__events_rate_changed(void) { seen.ev.rate_changes++; }
 
 void nc__events_counter_stopped(void)
 {
@@ -113,4 +113,4 @@ void nc__events_check(void)
 	}
 }
 
-void nc__events_get(struct nc_events *out) { *out = E.ev; }
+void nc__events_get(struct nc_events *out) { *out = seen.ev; }

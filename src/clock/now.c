@@ -37,31 +37,31 @@ static struct {
 	double first_epoch_ns; /* ... after a discontinuity: learn the rate again quickly */
 	int64_t lead_ns;       /* how far ahead of CLOCK_MONOTONIC_RAW the line may be in
 				  this epoch; also read without the lock (atomic) */
-} N;
+} now_line;
 
 /* The line is ahead of CLOCK_MONOTONIC_RAW by `ahead` ns at its start; it
  * slews toward it through the epoch, off by at most the rate's uncertainty
  * over the epoch more, and 2 us of brackets. */
 static void set_lead(double ahead)
 {
-	double l = (ahead > 0 ? ahead : 0) + 2000 + N.epoch_ns * nc__rate_true_ppm() * 1e-6;
-	__atomic_store_n(&N.lead_ns, (int64_t)l, __ATOMIC_RELAXED);
+	double l = (ahead > 0 ? ahead : 0) + 2000 + now_line.epoch_ns * nc__rate_true_ppm() * 1e-6;
+	__atomic_store_n(&now_line.lead_ns, (int64_t)l, __ATOMIC_RELAXED);
 }
 
 static uint64_t now_ahead_bound(void)
 {
-	return (uint64_t)nc__mono_raw_ns() + (uint64_t)__atomic_load_n(&N.lead_ns, __ATOMIC_RELAXED);
+	return (uint64_t)nc__mono_raw_ns() + (uint64_t)__atomic_load_n(&now_line.lead_ns, __ATOMIC_RELAXED);
 }
 
 static uint64_t now_read(void)
 {
-	return N.on_raw ? (uint64_t)nc__mono_raw_ns() : nc__counter_read();
+	return now_line.on_raw ? (uint64_t)nc__mono_raw_ns() : nc__counter_read();
 }
 
 static void publish(const struct nc__epoch *e)
 {
-	nc__line_publish(&nc_impl_g.now, N.on_raw ? NC_IMPL_KIND_CALL : nc__counter_kind(),
-			 !N.on_raw && nc__counter_inline(), e);
+	nc__line_publish(&nc_impl_g.now, now_line.on_raw ? NC_IMPL_KIND_CALL : nc__counter_kind(),
+			 !now_line.on_raw && nc__counter_inline(), e);
 }
 
 /* The counter's measured rate as a slope. */
@@ -74,11 +74,11 @@ static void true_slope(struct nc__epoch *e)
  * least (never back). */
 static void move_to_raw(uint64_t v)
 {
-	N.on_raw = 1;
+	now_line.on_raw = 1;
 	struct nc__epoch e = {0, NC_NO_END, 0, 1, 0};
 	uint64_t raw = (uint64_t)nc__mono_raw_ns();
 	e.c0 = v > raw ? v - raw : 0;
-	__atomic_store_n(&N.lead_ns, (int64_t)e.c0, __ATOMIC_RELAXED);
+	__atomic_store_n(&now_line.lead_ns, (int64_t)e.c0, __ATOMIC_RELAXED);
 	publish(&e);
 }
 
@@ -96,8 +96,8 @@ void nc__now_start(void)
 	true_slope(&e);
 	e.t0 = cal->anchor_tick;
 	e.c0 = (uint64_t)cal->anchor_ns;
-	N.first_epoch_ns = N.epoch_ns = 4.0 * (double)cal->window_ns;
-	e.span = (now - e.t0) + (uint64_t)(N.epoch_ns * nc__rate_true_hz() / 1e9);
+	now_line.first_epoch_ns = now_line.epoch_ns = 4.0 * (double)cal->window_ns;
+	e.span = (now - e.t0) + (uint64_t)(now_line.epoch_ns * nc__rate_true_hz() / 1e9);
 	struct nc__bracket b = {cal->anchor_tick, cal->anchor_ns, 0};
 	nc__events_start(&b, nc__ref.boot() - (nc__mono_raw_ns() - cal->anchor_ns));
 	set_lead(0);
@@ -128,7 +128,7 @@ static void retie(const struct nc__epoch *old, uint64_t t, const struct nc__brac
 	if ((int64_t)d >= 0 && (d < old->span || d - old->span <= nc__epoch_horizon_ticks(old)))
 		nc__clamp_slope(old, &e);
 	e.c0 = v;
-	e.span = (uint64_t)(N.epoch_ns * hz / 1e9);
+	e.span = (uint64_t)(now_line.epoch_ns * hz / 1e9);
 	publish(&e);
 }
 
@@ -136,7 +136,7 @@ static void retie(const struct nc__epoch *old, uint64_t t, const struct nc__brac
  * or far behind its start. */
 static void now_refresh(const struct nc__epoch *old, uint64_t t)
 {
-	if (N.on_raw) /* never expires; republished as it was if asked */
+	if (now_line.on_raw) /* never expires; republished as it was if asked */
 		return;
 	uint64_t L = old->t0 + old->span;
 	struct nc__bracket b;
@@ -151,10 +151,10 @@ static void now_refresh(const struct nc__epoch *old, uint64_t t)
 		nc__events_rate_changed();
 	int ok = b.width != UINT64_MAX;
 	double hz = nc__rate_true_hz(), rate_ns = 1e9 / hz; /* ns per tick, measured */
-	double next = look == NC_LOOK_JUMP ? N.first_epoch_ns
-		      : ok		   ? fmin(2 * N.epoch_ns, MAX_EPOCH_NS)
-					   : N.epoch_ns;
-	N.epoch_ns = next;
+	double next = look == NC_LOOK_JUMP ? now_line.first_epoch_ns
+		      : ok		   ? fmin(2 * now_line.epoch_ns, MAX_EPOCH_NS)
+					   : now_line.epoch_ns;
+	now_line.epoch_ns = next;
 
 	if ((int64_t)(t - old->t0) < 0 || t - L > nc__epoch_horizon_ticks(old) || look == NC_LOOK_JUMP) {
 		retie(old, t, &b);
@@ -197,18 +197,18 @@ static void now_counter_changed(void)
 	uint64_t kind;
 	nc__line_read(&nc_impl_g.now, &old, &kind);
 	uint64_t t = nc__timeline_counter(&nc__now_timeline, kind);
-	move_to_raw(N.on_raw ? nc__epoch_value(&old, t)
+	move_to_raw(now_line.on_raw ? nc__epoch_value(&old, t)
 			     : nc__timeline_reader_value(&nc__now_timeline, &old, t));
 }
 
 static void now_discontinuity(const struct nc__bracket *b)
 {
-	if (N.on_raw)
+	if (now_line.on_raw)
 		return;
 	struct nc__epoch old;
 	uint64_t kind;
 	nc__line_read(&nc_impl_g.now, &old, &kind);
-	N.epoch_ns = N.first_epoch_ns;
+	now_line.epoch_ns = now_line.first_epoch_ns;
 	retie(&old, nc__timeline_counter(&nc__now_timeline, kind), b);
 }
 

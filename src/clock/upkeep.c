@@ -61,7 +61,7 @@ static struct {
 	int retired[8];
 	int nretired;
 	int joining;     /* stops joining a thread right now: later stops wait for them */
-} U;
+} upkeep;
 
 static int arm_cancel_on_set(int tfd)
 {
@@ -145,7 +145,7 @@ static void *upkeep_main(void *p)
 /* nc__lib_lock held */
 static int start_locked(void)
 {
-	if (U.running && U.pid == getpid())
+	if (upkeep.running && upkeep.pid == getpid())
 		return 0;
 	struct thread_arg *a = calloc(1, sizeof(*a));
 	if (!a)
@@ -153,18 +153,18 @@ static int start_locked(void)
 	a->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	a->tfd = -1;
 	if (a->stop_fd < 0) {
-		snprintf(U.note, sizeof(U.note), "not started: eventfd: %s", strerror(errno));
+		snprintf(upkeep.note, sizeof(upkeep.note), "not started: eventfd: %s", strerror(errno));
 		close_arg(a);
 		return NC_ESYS;
 	}
-	U.note[0] = 0;
+	upkeep.note[0] = 0;
 	a->tfd = timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (a->tfd < 0)
-		snprintf(U.note, sizeof(U.note),
+		snprintf(upkeep.note, sizeof(upkeep.note),
 			 "on time only, clock sets seen within a period: timerfd_create: %s",
 			 strerror(errno));
 	else if (arm_cancel_on_set(a->tfd) != 0) {
-		snprintf(U.note, sizeof(U.note),
+		snprintf(upkeep.note, sizeof(upkeep.note),
 			 "on time only, clock sets seen within a period: timerfd_settime: %s",
 			 strerror(errno));
 		close(a->tfd);
@@ -174,40 +174,40 @@ static int start_locked(void)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&U.th, NULL, upkeep_main, a);
+	int rc = pthread_create(&upkeep.th, NULL, upkeep_main, a);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
-		snprintf(U.note, sizeof(U.note), "not started: pthread_create: %s", strerror(rc));
+		snprintf(upkeep.note, sizeof(upkeep.note), "not started: pthread_create: %s", strerror(rc));
 		close_arg(a);
 		return NC_ESYS;
 	}
-	U.arg = a;
-	U.running = 1;
-	U.pid = getpid();
-	if (U.note[0])
-		nc__log(NC_LOG_WARN, "upkeep thread started, %s", U.note);
+	upkeep.arg = a;
+	upkeep.running = 1;
+	upkeep.pid = getpid();
+	if (upkeep.note[0])
+		nc__log(NC_LOG_WARN, "upkeep thread started, %s", upkeep.note);
 	else
-		nc__log(NC_LOG_INFO, "upkeep thread started%s", U.forked ? " again in a forked child" : "");
+		nc__log(NC_LOG_INFO, "upkeep thread started%s", upkeep.forked ? " again in a forked child" : "");
 	return 0;
 }
 
 int nc__upkeep_start(void)
 {
-	U.wanted = 1;
+	upkeep.wanted = 1;
 	return start_locked();
 }
 
 static void retire(int fd)
 {
-	if (fd >= 0 && U.nretired < (int)(sizeof(U.retired) / sizeof(U.retired[0])))
-		U.retired[U.nretired++] = fd;
+	if (fd >= 0 && upkeep.nretired < (int)(sizeof(upkeep.retired) / sizeof(upkeep.retired[0])))
+		upkeep.retired[upkeep.nretired++] = fd;
 }
 
 static void unretire(int fd)
 {
-	for (int i = 0; i < U.nretired; i++)
-		if (U.retired[i] == fd) {
-			U.retired[i] = U.retired[--U.nretired];
+	for (int i = 0; i < upkeep.nretired; i++)
+		if (upkeep.retired[i] == fd) {
+			upkeep.retired[i] = upkeep.retired[--upkeep.nretired];
 			return;
 		}
 }
@@ -216,11 +216,11 @@ static void unretire(int fd)
  * unlocked: the thread may be waiting for the lock. */
 int nc__upkeep_stop(void)
 {
-	U.wanted = 0;
-	if (!(U.running && U.pid == getpid())) {
-		U.running = 0;
+	upkeep.wanted = 0;
+	if (!(upkeep.running && upkeep.pid == getpid())) {
+		upkeep.running = 0;
 		/* another stop is joining the thread: this one returns when it ended */
-		while (U.joining > 0) {
+		while (upkeep.joining > 0) {
 			nc__unlock();
 			struct timespec ms = {0, 1000000};
 			nanosleep(&ms, NULL);
@@ -228,13 +228,13 @@ int nc__upkeep_stop(void)
 		}
 		return 0;
 	}
-	struct thread_arg *a = U.arg;
-	pthread_t th = U.th;
+	struct thread_arg *a = upkeep.arg;
+	pthread_t th = upkeep.th;
 	uint64_t one = 1;
 	if (write(a->stop_fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
 		return NC_ESYS; /* cannot happen to an eventfd of ours: it keeps running */
-	U.running = 0;
-	U.arg = NULL;
+	upkeep.running = 0;
+	upkeep.arg = NULL;
 	if (pthread_equal(pthread_self(), th)) {
 		/* from the thread itself (the application's log function, which it
 		 * delivers to): it ends when that returns, and cleans up after
@@ -244,50 +244,50 @@ int nc__upkeep_stop(void)
 	}
 	retire(a->stop_fd);
 	retire(a->tfd);
-	U.joining++;
+	upkeep.joining++;
 	nc__unlock();
 	pthread_join(th, NULL);
 	nc__lock();
-	U.joining--;
+	upkeep.joining--;
 	unretire(a->stop_fd);
 	unretire(a->tfd);
 	close_arg(a);
 	return 0;
 }
 
-int nc__upkeep_running(void) { return U.running && U.pid == getpid(); }
-const char *nc__upkeep_note(void) { return U.note; }
+int nc__upkeep_running(void) { return upkeep.running && upkeep.pid == getpid(); }
+const char *nc__upkeep_note(void) { return upkeep.note; }
 
 void nc__upkeep_forked(void)
 {
-	U.forked = U.wanted;
-	U.running = 0;
+	upkeep.forked = upkeep.wanted;
+	upkeep.running = 0;
 	/* the parent's thread's descriptors: unusable here (close is async-signal-safe) */
-	if (U.arg) {
-		if (U.arg->stop_fd >= 0)
-			close(U.arg->stop_fd);
-		if (U.arg->tfd >= 0)
-			close(U.arg->tfd);
-		U.arg->stop_fd = U.arg->tfd = -1;
-		U.stale = U.arg; /* freed at the child's first call (free is not async-signal-safe) */
-		U.arg = NULL;
+	if (upkeep.arg) {
+		if (upkeep.arg->stop_fd >= 0)
+			close(upkeep.arg->stop_fd);
+		if (upkeep.arg->tfd >= 0)
+			close(upkeep.arg->tfd);
+		upkeep.arg->stop_fd = upkeep.arg->tfd = -1;
+		upkeep.stale = upkeep.arg; /* freed at the child's first call (free is not async-signal-safe) */
+		upkeep.arg = NULL;
 	}
-	for (int i = 0; i < U.nretired; i++)
-		close(U.retired[i]);
-	U.nretired = 0;
+	for (int i = 0; i < upkeep.nretired; i++)
+		close(upkeep.retired[i]);
+	upkeep.nretired = 0;
 }
 
 int nc__upkeep_fork_pending(void)
 {
-	return __atomic_load_n(&U.forked, __ATOMIC_RELAXED) || __atomic_load_n(&U.stale, __ATOMIC_RELAXED);
+	return __atomic_load_n(&upkeep.forked, __ATOMIC_RELAXED) || __atomic_load_n(&upkeep.stale, __ATOMIC_RELAXED);
 }
 
 void nc__upkeep_after_fork(void)
 {
-	free(U.stale);
-	U.stale = NULL;
-	if (U.forked) {
-		U.forked = 0;
+	free(upkeep.stale);
+	upkeep.stale = NULL;
+	if (upkeep.forked) {
+		upkeep.forked = 0;
 		start_locked();
 	}
 }

@@ -76,7 +76,7 @@ static struct {
 	uint32_t steps, refreshes;
 	int64_t lead_ns;     /* how far ahead of CLOCK_REALTIME the line may be until
 				the next tie; also read without the lock (atomic) */
-} W = {.period_ns = 1e9};
+} wall = {.period_ns = 1e9};
 
 enum { WHY_FIRST, WHY_PERIOD, WHY_SET };
 
@@ -145,8 +145,8 @@ static void take_tie(struct tie *ti, double ns_tick, int read_kernel)
 		ti->have_k = nc__ref.kclock(&ti->k) == 0;
 	} else {
 		/* a set: the kernel's rate is looked at again at the period's tie */
-		ti->have_k = W.have_k;
-		ti->k = W.k;
+		ti->have_k = wall.have_k;
+		ti->k = wall.k;
 	}
 }
 
@@ -160,8 +160,8 @@ static double kernel_slew_ppm(const struct nc__kclock *k, int have_k)
 
 static int kernel_rate_changed(const struct tie *ti)
 {
-	return W.have && ti->have_k && W.have_k &&
-	       fabs(nc__kclock_rate_ppm(&ti->k) - nc__kclock_rate_ppm(&W.k)) > SAME_PPM;
+	return wall.have && ti->have_k && wall.have_k &&
+	       fabs(nc__kclock_rate_ppm(&ti->k) - nc__kclock_rate_ppm(&wall.k)) > SAME_PPM;
 }
 
 /* ns of CLOCK_MONOTONIC per tick to follow from this tie, and its
@@ -169,22 +169,22 @@ static int kernel_rate_changed(const struct tie *ti)
 static double followed_rate(const struct tie *ti, double ns_tick, double *rate_ppm)
 {
 	double slew = kernel_slew_ppm(&ti->k, ti->have_k);
-	if (kernel_rate_changed(ti) && W.rate > 0) {
+	if (kernel_rate_changed(ti) && wall.rate > 0) {
 		/* the rate the kernel states, applied to the one last followed */
-		double dk = nc__kclock_rate_ppm(&ti->k) - nc__kclock_rate_ppm(&W.k);
-		double r = W.rate * (1 + nc__kclock_rate_ppm(&ti->k) * 1e-6) /
-			   (1 + nc__kclock_rate_ppm(&W.k) * 1e-6);
+		double dk = nc__kclock_rate_ppm(&ti->k) - nc__kclock_rate_ppm(&wall.k);
+		double r = wall.rate * (1 + nc__kclock_rate_ppm(&ti->k) * 1e-6) /
+			   (1 + nc__kclock_rate_ppm(&wall.k) * 1e-6);
 		/* the kernel applies a new frequency at its next timekeeping
 		 * updates (its tick), not when adjtimex returns: until then the
 		 * old rate runs, so the change itself is the uncertainty */
-		*rate_ppm = W.rate_ppm + slew + fabs(dk);
+		*rate_ppm = wall.rate_ppm + slew + fabs(dk);
 		return r;
 	}
-	if (W.have && ti->b.mid > W.a_tick && !ti->unsure) {
-		double dt = (double)(ti->b.mid - W.a_tick);
-		double r = (double)(ti->b.ref - W.a_mono) / dt;
-		if (dt * ns_tick >= 0.05 * W.period_ns && fabs(r / ns_tick - 1) < 2e-3) {
-			*rate_ppm = (ti->hw + W.hw_ns) / (dt * ns_tick) * 1e6 + NTP_DRIFT_PPM + slew;
+	if (wall.have && ti->b.mid > wall.a_tick && !ti->unsure) {
+		double dt = (double)(ti->b.mid - wall.a_tick);
+		double r = (double)(ti->b.ref - wall.a_mono) / dt;
+		if (dt * ns_tick >= 0.05 * wall.period_ns && fabs(r / ns_tick - 1) < 2e-3) {
+			*rate_ppm = (ti->hw + wall.hw_ns) / (dt * ns_tick) * 1e6 + NTP_DRIFT_PPM + slew;
 			return r;
 		}
 	}
@@ -202,26 +202,26 @@ static void record(const struct tie *ti, double rate, double rate_ppm, double er
 		/* a set's re-tie read no adjtimex and moves no rate: the next
 		 * period's rate is measured from the period's tie, against the
 		 * kernel state seen there */
-		W.a_tick = ti->b.mid;
-		W.a_mono = ti->b.ref;
-		W.rate = rate;
-		W.rate_ppm = rate_ppm;
-		W.have_k = ti->have_k;
-		W.k = ti->k;
+		wall.a_tick = ti->b.mid;
+		wall.a_mono = ti->b.ref;
+		wall.rate = rate;
+		wall.rate_ppm = rate_ppm;
+		wall.have_k = ti->have_k;
+		wall.k = ti->k;
 	}
-	W.have = 1;
-	W.off = ti->off;
-	W.hw_ns = ti->hw;
-	W.tie_raw = nc__mono_raw_ns();
-	W.err_ns = err;
-	double lead = (err < 0 ? -err : 0) + ti->hw + 2000 + W.period_ns * W.rate_ppm * 1e-6;
-	__atomic_store_n(&W.lead_ns, (int64_t)lead, __ATOMIC_RELAXED);
-	__atomic_store_n(&W.refreshes, W.refreshes + 1, __ATOMIC_RELAXED);
+	wall.have = 1;
+	wall.off = ti->off;
+	wall.hw_ns = ti->hw;
+	wall.tie_raw = nc__mono_raw_ns();
+	wall.err_ns = err;
+	double lead = (err < 0 ? -err : 0) + ti->hw + 2000 + wall.period_ns * wall.rate_ppm * 1e-6;
+	__atomic_store_n(&wall.lead_ns, (int64_t)lead, __ATOMIC_RELAXED);
+	__atomic_store_n(&wall.refreshes, wall.refreshes + 1, __ATOMIC_RELAXED);
 }
 
 static uint64_t wall_ahead_bound(void)
 {
-	return (uint64_t)nc__ref.real() + (uint64_t)__atomic_load_n(&W.lead_ns, __ATOMIC_RELAXED);
+	return (uint64_t)nc__ref.real() + (uint64_t)__atomic_load_n(&wall.lead_ns, __ATOMIC_RELAXED);
 }
 
 /* ---- wall_update: the phases in order ----
@@ -233,20 +233,20 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 	struct tie ti;
 	take_tie(&ti, ns_tick, why != WHY_SET); /* a set is followed at once: no system call more */
 	double rate_ppm, rate = followed_rate(&ti, ns_tick, &rate_ppm);
-	uint64_t span = (uint64_t)(W.period_ns / ns_tick);
+	uint64_t span = (uint64_t)(wall.period_ns / ns_tick);
 
 	/* decide */
 	double err = 0;
 	int step = old == NULL, set = 0;
 	if (old) {
 		err = (double)(int64_t)((uint64_t)ti.real_at_mid - nc__epoch_value(old, ti.b.mid));
-		double slewable = MAX_WALL_SLEW * W.period_ns + ti.hw;
+		double slewable = MAX_WALL_SLEW * wall.period_ns + ti.hw;
 		if (why == WHY_SET) {
 			/* a set: a step as soon as the difference exceeds what the line
 			 * may differ by without one (both ties' half-widths, the
 			 * previous correction still being slewed in, and 1 us), as
 			 * CLOCK_REALTIME steps */
-			step = fabs(err) > 2 * ti.hw + W.hw_ns + fabs(W.err_ns) + 1000;
+			step = fabs(err) > 2 * ti.hw + wall.hw_ns + fabs(wall.err_ns) + 1000;
 			set = 1;
 		} else {
 			/* a period ended: a step back only where the system clock was
@@ -255,7 +255,7 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 			 * line is that far ahead, or the counter went back with the
 			 * clock (the gettimeofday counter); a line that far behind
 			 * steps forward, which keeps it monotonic */
-			set = !W.have || fabs((double)(ti.off - W.off)) > slewable + W.hw_ns;
+			set = !wall.have || fabs((double)(ti.off - wall.off)) > slewable + wall.hw_ns;
 			step = err > slewable || /* behind: forward, never back */
 			       (set && (-err > slewable || (int64_t)(t - old->t0) < 0));
 		}
@@ -285,7 +285,7 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 		nc__slope_from_ns(rate, &e);
 		e.c0 = (uint64_t)ti.real_at_mid;
 		if (old && set) {
-			__atomic_store_n(&W.steps, W.steps + 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&wall.steps, wall.steps + 1, __ATOMIC_RELAXED);
 			nc__log(NC_LOG_INFO, "system clock %s by %+.6f s: followed as a step",
 				why == WHY_SET ? "set" : "stepped", err / 1e9);
 		} else if (old) {
@@ -300,7 +300,7 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 		uint64_t v = (uint64_t)ti.real_at_mid;
 		double adj = 0;
 		if ((int64_t)(v - floor_v) < 0) {
-			adj = -(double)(int64_t)(floor_v - v) / W.period_ns;
+			adj = -(double)(int64_t)(floor_v - v) / wall.period_ns;
 			v = floor_v;
 		}
 		e.t0 = ti.b.mid;
@@ -349,7 +349,7 @@ static void wall_refresh(const struct nc__epoch *old, uint64_t t)
 /* The counter changed under Unix time (it stopped): tie again. */
 static void wall_counter_changed(void)
 {
-	W.have = 0;
+	wall.have = 0;
 	wall_update(NULL, nc__counter_read(), WHY_FIRST);
 }
 
@@ -363,7 +363,7 @@ static void wall_system_clock(int set)
 	wall_update(&old, nc__timeline_counter(&nc__wall_timeline, kind), WHY_SET);
 }
 
-uint32_t nc__wall_steps(void) { return __atomic_load_n(&W.steps, __ATOMIC_RELAXED); }
+uint32_t nc__wall_steps(void) { return __atomic_load_n(&wall.steps, __ATOMIC_RELAXED); }
 
 const struct nc__timeline nc__wall_timeline = {
 	.name = "nc_unix_ns",
@@ -379,12 +379,12 @@ const struct nc__timeline nc__wall_timeline = {
 void nc__wall_start(double period_ms)
 {
 	if (period_ms > 0)
-		W.period_ns = period_ms * 1e6;
+		wall.period_ns = period_ms * 1e6;
 	wall_update(NULL, nc__counter_read(), WHY_FIRST);
 }
 
-void nc__wall_set_period(double ms) { W.period_ns = ms * 1e6; /* from the next refresh on */ }
-double nc__wall_period_ms(void) { return W.period_ns / 1e6; }
+void nc__wall_set_period(double ms) { wall.period_ns = ms * 1e6; /* from the next refresh on */ }
+double nc__wall_period_ms(void) { return wall.period_ns / 1e6; }
 
 void nc__wall_retie(void)
 {
@@ -398,17 +398,17 @@ void nc__wall_retie(void)
 void nc__wall_status(struct nc_unix_status *st, struct nc__kclock *k, int *have_k)
 {
 	*have_k = nc__ref.kclock(k) == 0;
-	double age_s = (double)(nc__mono_raw_ns() - W.tie_raw) / 1e9;
+	double age_s = (double)(nc__mono_raw_ns() - wall.tie_raw) / 1e9;
 	/* the kernel's rate moved since the tie (by what adjtimex states, and
 	 * by what its PLL or an adjtime() may): the line follows from its next
 	 * epoch; until then it drifts by that much */
 	double moved_ppm = 0;
-	if (*have_k && W.have_k)
-		moved_ppm = fabs(nc__kclock_rate_ppm(k) - nc__kclock_rate_ppm(&W.k));
+	if (*have_k && wall.have_k)
+		moved_ppm = fabs(nc__kclock_rate_ppm(k) - nc__kclock_rate_ppm(&wall.k));
 	moved_ppm += kernel_slew_ppm(k, *have_k);
-	st->tie_halfwidth_ns = W.hw_ns;
+	st->tie_halfwidth_ns = wall.hw_ns;
 	st->tie_age_s = age_s;
-	double model = W.hw_ns + fabs(W.err_ns) + age_s * (W.rate_ppm + moved_ppm) * 1e3;
+	double model = wall.hw_ns + fabs(wall.err_ns) + age_s * (wall.rate_ppm + moved_ppm) * 1e3;
 	/* The model cannot see what it was not told: a kernel frequency that
 	 * moved and came back between two looks (chrony slewing an offset
 	 * out), a clock the kernel slewed harder than it said.  So look: the
@@ -429,6 +429,6 @@ void nc__wall_status(struct nc_unix_status *st, struct nc__kclock *k, int *have_
 		}
 	}
 	st->tie_error_ns = seen > model ? seen : model;
-	st->steps = __atomic_load_n(&W.steps, __ATOMIC_RELAXED);
-	st->refreshes = __atomic_load_n(&W.refreshes, __ATOMIC_RELAXED);
+	st->steps = __atomic_load_n(&wall.steps, __ATOMIC_RELAXED);
+	st->refreshes = __atomic_load_n(&wall.refreshes, __ATOMIC_RELAXED);
 }

@@ -23,32 +23,32 @@ static struct {
 	int inline_ok;
 	uint64_t resolution;          /* ticks */
 	char policy[384];
-} C;
+} current;
 
 void nc__counter_choose(const struct nc__registered *reg, const char *env_counter,
 			const char *env_why)
 {
-	nc__machine_read(&C.m);
-	nc__select(&C.m, reg, env_counter, C.cands, &C.ncand, &C.sel);
-	if (env_why[0] && !C.sel.status) {
+	nc__machine_read(&current.m);
+	nc__select(&current.m, reg, env_counter, current.cands, &current.ncand, &current.sel);
+	if (env_why[0] && !current.sel.status) {
 		/* an unusable NANOCLOCK_COUNTER value forces nothing, and says so */
-		C.sel.status = NC_ENOCOUNTER;
-		C.sel.forced_by = "NANOCLOCK_COUNTER";
-		snprintf(C.sel.forced, sizeof(C.sel.forced), "(invalid)");
-		snprintf(C.sel.error, sizeof(C.sel.error), "%.180s", env_why);
+		current.sel.status = NC_ENOCOUNTER;
+		current.sel.forced_by = "NANOCLOCK_COUNTER";
+		snprintf(current.sel.forced, sizeof(current.sel.forced), "(invalid)");
+		snprintf(current.sel.error, sizeof(current.sel.error), "%.180s", env_why);
 	}
-	C.status = C.sel.status;
-	C.resolution = C.cands[C.sel.index].resolution_ticks;
-	__atomic_store_n(&C.ctr, C.sel.use, __ATOMIC_RELEASE);
+	current.status = current.sel.status;
+	current.resolution = current.cands[current.sel.index].resolution_ticks;
+	__atomic_store_n(&current.ctr, current.sel.use, __ATOMIC_RELEASE);
 }
 
-int nc__counter_status(void) { return C.status; }
+int nc__counter_status(void) { return current.status; }
 
 void nc__counter_next(const char *why)
 {
-	nc__select_next(C.cands, C.ncand, why, &C.sel);
-	C.resolution = C.cands[C.sel.index].resolution_ticks;
-	__atomic_store_n(&C.ctr, C.sel.use, __ATOMIC_RELEASE);
+	nc__select_next(current.cands, current.ncand, why, &current.sel);
+	current.resolution = current.cands[current.sel.index].resolution_ticks;
+	__atomic_store_n(&current.ctr, current.sel.use, __ATOMIC_RELEASE);
 }
 
 /* Appends to a NUL-terminated buffer, truncating. */
@@ -66,38 +66,38 @@ __attribute__((format(printf, 3, 4))) static void append(char *buf, size_t size,
 
 void nc__counter_settle(double rate_hz)
 {
-	const struct nc_candidate *c = &C.cands[C.sel.index];
-	uint64_t kind = C.ctr->kind;
-	if (kind == NC_IMPL_KIND_TSC && C.m.cpuid->rdtscp)
+	const struct nc_candidate *c = &current.cands[current.sel.index];
+	uint64_t kind = current.ctr->kind;
+	if (kind == NC_IMPL_KIND_TSC && current.m.cpuid->rdtscp)
 		kind = NC_IMPL_KIND_TSCP;
-	__atomic_store_n(&C.kind, kind, __ATOMIC_RELEASE);
-	C.inline_ok = nc_impl_hw(kind);
-	if (C.sel.ext)
-		nc__ext_set_hz(C.sel.ext, rate_hz);
-	int forced = C.sel.forced[0] && strcmp(C.sel.forced, c->name) == 0;
-	snprintf(C.policy, sizeof(C.policy), "%s selected: %s", c->name,
+	__atomic_store_n(&current.kind, kind, __ATOMIC_RELEASE);
+	current.inline_ok = nc_impl_hw(kind);
+	if (current.sel.ext)
+		nc__ext_set_hz(current.sel.ext, rate_hz);
+	int forced = current.sel.forced[0] && strcmp(current.sel.forced, c->name) == 0;
+	snprintf(current.policy, sizeof(current.policy), "%s selected: %s", c->name,
 		 forced ? "forced" : "lowest resolution+cost+penalty among usable candidates");
-	if (C.m.unreadable[0])
-		append(C.policy, sizeof(C.policy),
+	if (current.m.unreadable[0])
+		append(current.policy, sizeof(current.policy),
 		       "; %s: the kernel's view is unknown and the rates it states are absent, so the "
 		       "rate is %s",
-		       C.m.unreadable, C.ctr->fixed_hz > 0 ? "exact (an OS clock)" : "measured");
-	if (strcmp(c->name, "tsc") == 0 && C.m.kv.tsc_unstable == 1)
-		append(C.policy, sizeof(C.policy),
+		       current.m.unreadable, current.ctr->fixed_hz > 0 ? "exact (an OS clock)" : "measured");
+	if (strcmp(c->name, "tsc") == 0 && current.m.kv.tsc_unstable == 1)
+		append(current.policy, sizeof(current.policy),
 		       "; the kernel distrusts the TSC (%s) but its rate is invariant and "
 		       "nanoclock's own checks pass (monotonic, advancing, consistent calibration); "
 		       "cross-CPU agreement is not checked at init",
-		       C.m.kv.tsc_unstable_why);
+		       current.m.kv.tsc_unstable_why);
 }
 
-const struct nc__counter *nc__counter(void) { return __atomic_load_n(&C.ctr, __ATOMIC_ACQUIRE); }
+const struct nc__counter *nc__counter(void) { return __atomic_load_n(&current.ctr, __ATOMIC_ACQUIRE); }
 /* kind is stored after ctr, with release: a reader that sees the new kind
  * sees the new counter */
-uint64_t nc__counter_kind(void) { return __atomic_load_n(&C.kind, __ATOMIC_ACQUIRE); }
-int nc__counter_inline(void) { return C.inline_ok; }
-uint64_t nc__counter_resolution(void) { return C.resolution; }
-const struct nc__machine *nc__counter_machine(void) { return &C.m; }
-const char *nc__counter_policy(void) { return C.policy; }
+uint64_t nc__counter_kind(void) { return __atomic_load_n(&current.kind, __ATOMIC_ACQUIRE); }
+int nc__counter_inline(void) { return current.inline_ok; }
+uint64_t nc__counter_resolution(void) { return current.resolution; }
+const struct nc__machine *nc__counter_machine(void) { return &current.m; }
+const char *nc__counter_policy(void) { return current.policy; }
 
 uint64_t nc__counter_read(void)
 {
@@ -116,19 +116,19 @@ uint64_t nc__counter_io_read(void *ctx)
 
 void nc__counter_fall_back(void)
 {
-	__atomic_store_n(&C.ctr, &nc__counter_mono_raw, __ATOMIC_RELEASE);
-	__atomic_store_n(&C.kind, NC_IMPL_KIND_CALL, __ATOMIC_RELEASE);
-	C.inline_ok = 0;
+	__atomic_store_n(&current.ctr, &nc__counter_mono_raw, __ATOMIC_RELEASE);
+	__atomic_store_n(&current.kind, NC_IMPL_KIND_CALL, __ATOMIC_RELEASE);
+	current.inline_ok = 0;
 }
 
 void nc__counter_info(struct nc_info *o)
 {
 	o->counter = nc__counter()->name;
-	o->resolution_ticks = C.resolution;
-	snprintf(o->policy, sizeof(o->policy), "%s", C.policy);
-	snprintf(o->counter_forced, sizeof(o->counter_forced), "%s", C.sel.forced);
-	snprintf(o->counter_error, sizeof(o->counter_error), "%s", C.sel.error);
-	o->n_candidates = C.ncand;
-	memcpy(o->candidates, C.cands, sizeof(C.cands));
-	o->kernel = C.m.kv;
+	o->resolution_ticks = current.resolution;
+	snprintf(o->policy, sizeof(o->policy), "%s", current.policy);
+	snprintf(o->counter_forced, sizeof(o->counter_forced), "%s", current.sel.forced);
+	snprintf(o->counter_error, sizeof(o->counter_error), "%s", current.sel.error);
+	o->n_candidates = current.ncand;
+	memcpy(o->candidates, current.cands, sizeof(current.cands));
+	o->kernel = current.m.kv;
 }

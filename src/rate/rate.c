@@ -46,7 +46,7 @@ static struct {
 	struct nc_hz_source src[NC_MAX_HZ_SOURCES];
 	int nsrc;
 	char env_status[160]; /* NANOCLOCK_HZ: used / refused / ignored, and why */
-} R;
+} rate;
 
 static void use(double hz, double ppm, const char *source)
 {
@@ -54,77 +54,77 @@ static void use(double hz, double ppm, const char *source)
 	nc_conv_t c;
 	if (nc__hz_to_q24(hz, &q) != 0 || nc__conv_from_q24(&c, q) != 0)
 		return; /* out of range: keep what we have */
-	R.conv = c;
-	R.hz = (double)q / 16777216.0;
-	R.ppm = ppm;
-	R.source = source;
-	if (R.published)
+	rate.conv = c;
+	rate.hz = (double)q / 16777216.0;
+	rate.ppm = ppm;
+	rate.source = source;
+	if (rate.published)
 		nc__rate_publish();
 }
 
 void nc__rate_publish(void)
 {
 #ifdef NC_DEBUG
-	nc__debug_check_conv(&R.conv);
+	nc__debug_check_conv(&rate.conv);
 #endif
-	nc__latch_write_conv(R.conv.ns_int, R.conv.ns_frac);
-	R.published = 1;
+	nc__latch_write_conv(rate.conv.ns_int, rate.conv.ns_frac);
+	rate.published = 1;
 }
 
 void nc__rate_set_exact(double hz, const char *source, uint64_t resolution_ticks)
 {
-	R.resolution = resolution_ticks;
-	R.exact = 1;
-	R.stated = R.forced = 0;
+	rate.resolution = resolution_ticks;
+	rate.exact = 1;
+	rate.stated = rate.forced = 0;
 	use(hz, 0, source);
 }
 
 void nc__rate_set_measured(const struct nc__calib *c, uint64_t resolution_ticks)
 {
-	R.cal = *c;
-	R.resolution = resolution_ticks;
-	R.meas_hz = c->hz;
-	R.meas_ppm = c->ppm;
-	R.meas_worst_ppm = c->worst_ppm;
-	R.meas_window_ns = (double)c->window_ns;
+	rate.cal = *c;
+	rate.resolution = resolution_ticks;
+	rate.meas_hz = c->hz;
+	rate.meas_ppm = c->ppm;
+	rate.meas_worst_ppm = c->worst_ppm;
+	rate.meas_window_ns = (double)c->window_ns;
 	use(c->hz, c->ppm, "measured");
 }
 
 void nc__rate_measurement(struct nc__meas *m)
 {
-	m->hz = R.meas_hz;
-	m->ppm = R.meas_ppm;
-	m->step_ppm = R.meas_window_ns > 0
-			      ? (double)R.resolution * 1e9 / R.meas_hz / R.meas_window_ns * 1e6
+	m->hz = rate.meas_hz;
+	m->ppm = rate.meas_ppm;
+	m->step_ppm = rate.meas_window_ns > 0
+			      ? (double)rate.resolution * 1e9 / rate.meas_hz / rate.meas_window_ns * 1e6
 			      : 0;
 }
 
 int nc__rate_decide(struct nc_hz_source *stated, int nstated, const struct nc__config *cfg)
 {
 	int status = 0;
-	if (R.exact) {
+	if (rate.exact) {
 		if (cfg->hz > 0)
-			snprintf(R.env_status, sizeof(R.env_status),
+			snprintf(rate.env_status, sizeof(rate.env_status),
 				 "ignored: the counter is an OS clock, exact by definition");
 		return 0;
 	}
 	struct nc__meas m;
 	nc__rate_measurement(&m);
-	R.nsrc = nstated < NC_MAX_HZ_SOURCES ? nstated : NC_MAX_HZ_SOURCES;
-	memcpy(R.src, stated, (size_t)R.nsrc * sizeof(R.src[0]));
-	nc__check_stated(&m, R.src, R.nsrc);
+	rate.nsrc = nstated < NC_MAX_HZ_SOURCES ? nstated : NC_MAX_HZ_SOURCES;
+	memcpy(rate.src, stated, (size_t)rate.nsrc * sizeof(rate.src[0]));
+	nc__check_stated(&m, rate.src, rate.nsrc);
 
 	double claim, diff, tol;
 	/* the application's stated rate (its counter's first source) */
-	struct nc_hz_source *app = R.nsrc > 0 && !strcmp(R.src[0].name, "application") &&
-					   R.src[0].hz > 0 ? &R.src[0] : NULL;
+	struct nc_hz_source *app = rate.nsrc > 0 && !strcmp(rate.src[0].name, "application") &&
+					   rate.src[0].hz > 0 ? &rate.src[0] : NULL;
 	if (app) {
 		if (nc__user_rate_ok(app->hz, &m, 0, &claim, &diff, &tol)) {
 			app->status = NC_SRC_ADOPTED;
 			snprintf(app->reason, sizeof(app->reason),
 				 "used: differs from measurement by %+.3f ppm", diff);
 			use(app->hz, claim, app->name);
-			R.stated = 1;
+			rate.stated = 1;
 		} else {
 			app->status = NC_SRC_REJECTED;
 			snprintf(app->reason, sizeof(app->reason),
@@ -136,17 +136,17 @@ int nc__rate_decide(struct nc_hz_source *stated, int nstated, const struct nc__c
 	if (cfg->hz > 0) {
 		int ok = nc__user_rate_ok(cfg->hz, &m, cfg->hz_force, &claim, &diff, &tol);
 		if (!ok) {
-			snprintf(R.env_status, sizeof(R.env_status),
+			snprintf(rate.env_status, sizeof(rate.env_status),
 				 "refused: differs from measurement by %+.1f ppm (tolerance %.0f ppm); "
 				 "NANOCLOCK_HZ_FORCE=1 uses it anyway",
 				 diff, tol);
 			status = NC_EOVERRIDE;
 		} else {
-			R.forced = cfg->hz_force && fabs(diff) > tol;
-			snprintf(R.env_status, sizeof(R.env_status), "used%s: differs from measurement by %+.2f ppm",
-				 R.forced ? " (forced by NANOCLOCK_HZ_FORCE)" : "", diff);
+			rate.forced = cfg->hz_force && fabs(diff) > tol;
+			snprintf(rate.env_status, sizeof(rate.env_status), "used%s: differs from measurement by %+.2f ppm",
+				 rate.forced ? " (forced by NANOCLOCK_HZ_FORCE)" : "", diff);
 			use(cfg->hz, claim, "env NANOCLOCK_HZ");
-			R.stated = 1;
+			rate.stated = 1;
 		}
 	}
 	return status;
@@ -154,102 +154,102 @@ int nc__rate_decide(struct nc_hz_source *stated, int nstated, const struct nc__c
 
 void nc__rate_env_status(const char *text)
 {
-	snprintf(R.env_status, sizeof(R.env_status), "%s", text);
+	snprintf(rate.env_status, sizeof(rate.env_status), "%s", text);
 }
 
 int nc__rate_refine(const struct nc__bracket *b)
 {
 	double hz_l, ppm_l;
-	if (R.exact || b->width == UINT64_MAX || nc__calib_extend(&R.cal, b, &hz_l, &ppm_l) != 0)
+	if (rate.exact || b->width == UINT64_MAX || nc__calib_extend(&rate.cal, b, &hz_l, &ppm_l) != 0)
 		return 0;
-	R.refreshes++;
-	if (R.remeasure) {
+	rate.refreshes++;
+	if (rate.remeasure) {
 		/* after a discontinuity: the new baseline's rate as it is */
-		R.remeasure = 0;
-		int changed = fabs(hz_l - R.meas_hz) / R.meas_hz * 1e6 > ppm_l + R.meas_ppm;
+		rate.remeasure = 0;
+		int changed = fabs(hz_l - rate.meas_hz) / rate.meas_hz * 1e6 > ppm_l + rate.meas_ppm;
 		if (changed)
 			nc__log(NC_LOG_WARN, "counter rate changed: %.6f -> %.6f MHz (%+.1f ppm)",
-				R.meas_hz / 1e6, hz_l / 1e6, (hz_l / R.meas_hz - 1) * 1e6);
-		R.meas_hz = hz_l;
-		R.meas_ppm = R.meas_worst_ppm = ppm_l;
-		R.meas_window_ns = (double)(b->ref - R.cal.anchor_ns);
-		if (!R.forced) {
-			R.stated = 0; /* a stated rate no longer describes this counter */
+				rate.meas_hz / 1e6, hz_l / 1e6, (hz_l / rate.meas_hz - 1) * 1e6);
+		rate.meas_hz = hz_l;
+		rate.meas_ppm = rate.meas_worst_ppm = ppm_l;
+		rate.meas_window_ns = (double)(b->ref - rate.cal.anchor_ns);
+		if (!rate.forced) {
+			rate.stated = 0; /* a stated rate no longer describes this counter */
 			use(hz_l, ppm_l, "measured");
 		}
 		return changed;
 	}
-	if (ppm_l < R.meas_ppm) {
-		R.meas_hz = hz_l;
-		R.meas_ppm = ppm_l;
-		R.meas_worst_ppm = ppm_l; /* the long baseline's bound is already worst-case-like */
-		R.meas_window_ns = (double)(b->ref - R.cal.anchor_ns);
+	if (ppm_l < rate.meas_ppm) {
+		rate.meas_hz = hz_l;
+		rate.meas_ppm = ppm_l;
+		rate.meas_worst_ppm = ppm_l; /* the long baseline's bound is already worst-case-like */
+		rate.meas_window_ns = (double)(b->ref - rate.cal.anchor_ns);
 	}
-	if (R.forced)
+	if (rate.forced)
 		return 0;
-	if (R.stated) {
+	if (rate.stated) {
 		struct nc__meas m;
 		double claim, diff, tol;
 		nc__rate_measurement(&m);
-		if (nc__user_rate_ok(R.hz, &m, 0, &claim, &diff, &tol)) {
-			R.ppm = claim;
+		if (nc__user_rate_ok(rate.hz, &m, 0, &claim, &diff, &tol)) {
+			rate.ppm = claim;
 		} else {
-			R.stated = 0;
+			rate.stated = 0;
 			nc__log(NC_LOG_WARN, "the stated rate (%s) differs from a longer measurement "
-				"by %+.1f ppm: measured %.6f MHz used", R.source, diff, R.meas_hz / 1e6);
-			use(R.meas_hz, R.meas_ppm, "measured");
+				"by %+.1f ppm: measured %.6f MHz used", rate.source, diff, rate.meas_hz / 1e6);
+			use(rate.meas_hz, rate.meas_ppm, "measured");
 		}
-	} else if (R.meas_ppm < R.ppm) {
-		use(R.meas_hz, R.meas_ppm, "measured");
+	} else if (rate.meas_ppm < rate.ppm) {
+		use(rate.meas_hz, rate.meas_ppm, "measured");
 	}
 	return 0;
 }
 
 void nc__rate_reanchor(const struct nc__bracket *b)
 {
-	R.cal.anchor_tick = b->mid;
-	R.cal.anchor_ns = b->ref;
-	R.remeasure = 1;
+	rate.cal.anchor_tick = b->mid;
+	rate.cal.anchor_ns = b->ref;
+	rate.remeasure = 1;
 }
 
 void nc__rate_counter_replaced(double hz, const char *source)
 {
-	R.meas_hz = R.meas_ppm = 0; /* a measurement of the old counter */
+	rate.meas_hz = rate.meas_ppm = 0; /* a measurement of the old counter */
 	nc__rate_set_exact(hz, source, 1);
 }
 
-int nc__rate_is_exact(void) { return R.exact; }
-int nc__rate_remeasuring(void) { return R.remeasure; }
-double nc__rate_true_hz(void) { return R.exact || R.meas_hz <= 0 ? R.hz : R.meas_hz; }
-double nc__rate_true_ppm(void) { return R.exact || R.meas_hz <= 0 ? R.ppm : R.meas_ppm; }
-double nc__rate_hz(void) { return R.hz; }
-void nc__rate_conv(nc_conv_t *out) { *out = R.conv; }
-const struct nc__calib *nc__rate_anchor(void) { return &R.cal; }
-int nc__rate_sources_full(void) { return R.nsrc >= NC_MAX_HZ_SOURCES; }
+int nc__rate_is_exact(void) { return rate.exact; }
+int nc__rate_remeasuring(void) { return rate.remeasure; }
+double nc__rate_true_hz(void) { return rate.exact || rate.meas_hz <= 0 ? rate.hz : rate.meas_hz; }
+double nc__rate_true_ppm(void) { return rate.exact || rate.meas_hz <= 0 ? rate.ppm : rate.meas_ppm; }
+double nc__rate_hz(void) { return rate.hz; }
+void nc__rate_conv(nc_conv_t *out) { *out = rate.conv; }
+const struct nc__calib *nc__rate_anchor(void) { return &rate.cal; }
+int nc__rate_sources_full(void) { return rate.nsrc >= NC_MAX_HZ_SOURCES; }
 
 void nc__rate_add_source(const struct nc_hz_source *s)
 {
-	if (R.nsrc >= NC_MAX_HZ_SOURCES)
+	if (rate.nsrc >= NC_MAX_HZ_SOURCES)
 		return;
-	R.src[R.nsrc] = *s;
+	rate.src[rate.nsrc] = *s;
 	struct nc__meas m;
 	nc__rate_measurement(&m);
-	nc__check_stated(&m, &R.src[R.nsrc], 1);
-	R.nsrc++;
+	nc__check_stated(&m, &rate.src[rate.nsrc], 1);
+	rate.nsrc++;
 }
 
 void nc__rate_info(struct nc_info *o)
 {
-	o->hz = R.hz;
-	o->hz_uncertainty_ppm = R.ppm;
-	o->hz_source = R.source;
-	o->hz_measured = R.meas_hz;
-	o->hz_measured_ppm = R.meas_ppm;
-	o->hz_measured_worst_ppm = R.meas_worst_ppm;
-	o->calib_window_ms = R.meas_window_ns / 1e6;
-	o->refreshes = R.refreshes;
-	o->resolution_ns = R.hz > 0 ? (double)R.resolution * 1e9 / R.hz : 0;
-	snprintf(o->hz_env_status, sizeof(o->hz_env_status), "%s", R.env_status);
-	o->n_hz_sources = R.nsrc;
-	memcpy(o->hz_sources, R.src, sizeof(R.src));
+	o->hz = rate.hz;
+	o->hz_uncertainty_ppm = rate.ppm;
+	o->hz_source = rate.source;
+	o->hz_measured = rate.meas_hz;
+	o->hz_measured_ppm = rate.meas_ppm;
+	o->hz_measured_worst_ppm = rate.meas_worst_ppm;
+	o->calib_window_ms = rate.meas_window_ns / 1e6;
+	o->refreshes = rate.refreshes;
+	o->resolution_ns = rate.hz > 0 ? (double)rate.resolution * 1e9 / rate.hz : 0;
+	snprintf(o->hz_env_status, sizeof(o->hz_env_status), "%s", rate.env_status);
+	o->n_hz_sources = rate.nsrc;
+	memcpy(o->hz_sources, rate.src, sizeof(rate.src));
 }

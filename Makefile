@@ -214,6 +214,7 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 		if ./scripts/check-inline "$(CC)"; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if ./scripts/check-hygiene $(B); then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if ./scripts/check-layers $(B); then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+		if ./tests/test_install_deps.sh; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	fi; \
 	if [ -z "$(SANITIZE)" ]; then \
 		if ./scripts/check-symbols "$(SHARED)" "$(CC)"; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \

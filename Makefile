@@ -240,7 +240,8 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 		if ./tests/test_help.sh ./$(TOOL); then pass=$$((pass+1)); \
 		else fail=$$((fail+1)); echo "FAILED: tests/test_help.sh"; fi; \
 		echo "== scripts/check-doc-samples"; \
-		if CC="$(CC)" ./scripts/check-doc-samples ./$(TOOL); then pass=$$((pass+1)); \
+		if CC="$(CC)" NC_CFLAGS="$(SANFLAGS) $(MODEFLAGS)" ./scripts/check-doc-samples ./$(TOOL); \
+		then pass=$$((pass+1)); \
 		else fail=$$((fail+1)); echo "FAILED: scripts/check-doc-samples"; fi; \
 	fi; \
 	echo "== tests/test_cli.sh"; \

@@ -484,12 +484,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nanoclock %s\n", why);
 		return 2;
 	}
-	if (o.cmd == NC_CMD_HELP) {
-		fputs(nc_help_text(o.help_topic), stdout);
-		return 0;
-	}
-	if (o.cmd == NC_CMD_VERSION) {
-		printf("nanoclock %s\n", nc_version()); /* the tool links the library statically */
+	if (o.cmd == NC_CMD_HELP || o.cmd == NC_CMD_VERSION) {
+		if (o.cmd == NC_CMD_HELP)
+			fputs(nc_help_text(o.help_topic), stdout);
+		else /* the tool links the library statically: one version */
+			printf("nanoclock %s\n", nc_version());
+		if (fflush(stdout) != 0 || ferror(stdout)) {
+			fprintf(stderr, "nanoclock: standard output: write error\n");
+			return 1;
+		}
 		return 0;
 	}
 	/* trace files are read and written by tools/trace.c, which parses the

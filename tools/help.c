@@ -36,7 +36,7 @@ static const char top[] =
 	"       " USAGE_LATENCY "\n"
 	"       " USAGE_BTRACE "\n"
 	"       nanoclock trace stats FILE [--json]\n"
-	"       nanoclock trace export --format chrome|csv [-o OUT] FILE...\n"
+	"       nanoclock trace export --format ctf|perfetto|chrome|csv [-o OUT] FILE...\n"
 	"       nanoclock trace demo FILE [--threads N] [--items N] [--block-bytes N]\n"
 	"                            [--blocks N] [--overwrite] [--cputime] [--gseq]\n"
 	"                            [--sync-check]\n"

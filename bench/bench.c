@@ -24,9 +24,11 @@
  *                             (bench_stress.c)
  *   bench latency [--calls N] distribution of one nc_now_ns call, and the
  *                             refresh's own cost (bench_latency.c)
- * The command line is parsed in bench_args.c.
+ * The command line is parsed in tools/bench_opts.c.
  * Costs are the best of several rounds: on a noisy machine the minimum is
- * the figure that repeats.
+ * the figure that repeats; the spread over rounds and each ratio's range
+ * over rounds say how noisy the run was, and whether a target was met,
+ * missed, or could not be told.
  */
 #include "bench.h"
 #include "bench_trace.h"
@@ -148,27 +150,6 @@ static volatile uint64_t sink;
 		(t1_ - t0_) / (double)(n);                                                 \
 	})
 
-#define BEST(var, n, rounds, expr)                                                         \
-	do {                                                                               \
-		var = 1e30;                                                                \
-		for (int r_ = 0; r_ < (rounds); r_++) {                                    \
-			double v_ = LOOP(n, expr);                                         \
-			if (v_ < var)                                                      \
-				var = v_;                                                  \
-		}                                                                          \
-	} while (0)
-
-/* best of `rounds` calls of a function that times its own loop */
-#define BESTF(var, rounds, call)                                                           \
-	do {                                                                               \
-		var = 1e30;                                                                \
-		for (int r_ = 0; r_ < (rounds); r_++) {                                    \
-			double v_ = (call);                                                \
-			if (v_ < var)                                                      \
-				var = v_;                                                  \
-		}                                                                          \
-	} while (0)
-
 static uint64_t cgt(clockid_t id)
 {
 	struct timespec ts;
@@ -212,88 +193,231 @@ __attribute__((noinline)) static double conv_biased_loop(const struct biased *bp
 	return LOOP(n, biased_conv(&b, d[i_ & (NDELTA - 1)]));
 }
 
-static void measure_conversions(struct nc_costs *c, long n, int rounds)
+static void prepare_conversions(struct biased *b)
 {
 	uint64_t x = 88172645463325252ull;
 	for (int i = 0; i < NDELTA; i++) { /* 1 tick .. ~2^40 ticks, spread */
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 		deltas[i] = x >> (24 + (x & 15));
 	}
-	BESTF(c->ticks_to_ns, rounds, conv_global_loop(n * 4));
-	nc_conv_t cv;
-	nc_get_conv(&cv);
-	BESTF(c->conv_pure, rounds, conv_pure_loop(&cv, n * 4));
 	double hz = nc_ticks_per_second();
-	struct biased b = {0, 0, 32, 0};
 	/* as in WTMLIB: remainder of 2^mod_bits ticks times mult >> shift */
-	b.shift = 64 - 33;
-	b.mult = (uint64_t)(ldexp(1.0, (int)b.shift) * 1e9 / hz);
-	b.ns_per_mod = (((UINT64_C(1) << b.mod_bits)) * b.mult) >> b.shift;
-	BESTF(c->conv_biased, rounds, conv_biased_loop(&b, n * 4));
+	b->mod_bits = 32;
+	b->shift = 64 - 33;
+	b->mult = (uint64_t)(ldexp(1.0, (int)b->shift) * 1e9 / hz);
+	b->ns_per_mod = (((UINT64_C(1) << b->mod_bits)) * b->mult) >> b->shift;
 }
 
 void nc_measure_costs(struct nc_costs *c, long n, int rounds)
 {
 	memset(c, 0, sizeof(*c));
 	nc_init();
+	if (rounds > NC_COST_MAX_ROUNDS)
+		rounds = NC_COST_MAX_ROUNDS;
+	if (rounds < 1)
+		rounds = 1;
+	c->rounds = rounds;
+	struct biased b = {0, 0, 0, 0};
+	prepare_conversions(&b);
+	nc_conv_t cv;
+	nc_get_conv(&cv);
+	/* round after round, every call in each: a disturbance (another
+	 * process, an interrupt storm) hits one round of several calls rather
+	 * than all rounds of one, and the calls of a round compare fairly */
+	for (int r = 0; r < rounds; r++) {
+		double *v = &c->round[0][r];
+#define ROW(row) v[(row) * NC_COST_MAX_ROUNDS]
+#if HAVE_BASELINE
+		ROW(NC_COST_RAW) = LOOP(n, base_raw());
+		ROW(NC_COST_ORDERED) = LOOP(n, base_ordered());
+#endif
+		ROW(NC_COST_CGT_MONO) = LOOP(n, cgt(CLOCK_MONOTONIC));
+		ROW(NC_COST_CGT_RAW) = LOOP(n, cgt(CLOCK_MONOTONIC_RAW));
+		ROW(NC_COST_CGT_REAL) = LOOP(n, cgt(CLOCK_REALTIME));
+		ROW(NC_COST_TICKS) = LOOP(n, nc_ticks());
+		ROW(NC_COST_TICKS_BEGIN) = LOOP(n, nc_ticks_begin());
+		ROW(NC_COST_TICKS_END) = LOOP(n, nc_ticks_end());
+		ROW(NC_COST_NOW_NS) = LOOP(n, nc_now_ns());
+		ROW(NC_COST_UNIX_NS) = LOOP(n, (uint64_t)nc_unix_ns());
+		ROW(NC_COST_TICKS_TO_NS) = conv_global_loop(n * 4);
+		ROW(NC_COST_CONV_PURE) = conv_pure_loop(&cv, n * 4);
+		ROW(NC_COST_CONV_BIASED) = conv_biased_loop(&b, n * 4);
+#undef ROW
+	}
+	double best[NC_COST_ROWS];
+	for (int row = 0; row < NC_COST_ROWS; row++) {
+		best[row] = c->round[row][0];
+		for (int r = 1; r < rounds; r++)
+			if (c->round[row][r] < best[row])
+				best[row] = c->round[row][r];
+	}
 #if HAVE_BASELINE
 	c->raw_name = RAW_NAME;
 	c->ordered_name = ORDERED_NAME;
-	BEST(c->raw, n, rounds, base_raw());
-	BEST(c->ordered, n, rounds, base_ordered());
+	c->raw = best[NC_COST_RAW];
+	c->ordered = best[NC_COST_ORDERED];
 #endif
-	BEST(c->cgt_mono, n, rounds, cgt(CLOCK_MONOTONIC));
-	BEST(c->cgt_raw, n, rounds, cgt(CLOCK_MONOTONIC_RAW));
-	BEST(c->cgt_real, n, rounds, cgt(CLOCK_REALTIME));
-	BEST(c->ticks, n, rounds, nc_ticks());
-	BEST(c->ticks_begin, n, rounds, nc_ticks_begin());
-	BEST(c->ticks_end, n, rounds, nc_ticks_end());
-	BEST(c->now_ns, n, rounds, nc_now_ns());
-	BEST(c->unix_ns, n, rounds, (uint64_t)nc_unix_ns());
-	measure_conversions(c, n, rounds);
+	c->cgt_mono = best[NC_COST_CGT_MONO];
+	c->cgt_raw = best[NC_COST_CGT_RAW];
+	c->cgt_real = best[NC_COST_CGT_REAL];
+	c->ticks = best[NC_COST_TICKS];
+	c->ticks_begin = best[NC_COST_TICKS_BEGIN];
+	c->ticks_end = best[NC_COST_TICKS_END];
+	c->now_ns = best[NC_COST_NOW_NS];
+	c->unix_ns = best[NC_COST_UNIX_NS];
+	c->ticks_to_ns = best[NC_COST_TICKS_TO_NS];
+	c->conv_pure = best[NC_COST_CONV_PURE];
+	c->conv_biased = best[NC_COST_CONV_BIASED];
 }
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The spread of a call over rounds: how much the median round exceeds the
+ * best, in % of the best. */
+static double spread_pct(const struct nc_costs *c, int row)
+{
+	double v[NC_COST_MAX_ROUNDS];
+	int n = c->rounds;
+	memcpy(v, c->round[row], (size_t)n * sizeof(v[0]));
+	qsort(v, (size_t)n, sizeof(v[0]), cmp_d);
+	double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return v[0] > 0 ? (med / v[0] - 1) * 100 : 0;
+}
+
+/* A ratio of two calls over the rounds: each round's ratio (both measured
+ * in that round), their median and range; with 5 rounds or more the
+ * lowest and the highest are left out of the range (one disturbed round
+ * should not decide). */
+struct ratio {
+	double med, lo, hi;
+};
+static struct ratio round_ratio(const struct nc_costs *c, int num, int den)
+{
+	double v[NC_COST_MAX_ROUNDS];
+	int n = c->rounds;
+	for (int r = 0; r < n; r++)
+		v[r] = c->round[den][r] > 0 ? c->round[num][r] / c->round[den][r] : NAN;
+	qsort(v, (size_t)n, sizeof(v[0]), cmp_d);
+	struct ratio q;
+	q.med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	int cut = n >= 5 ? 1 : 0;
+	q.lo = v[cut];
+	q.hi = v[n - 1 - cut];
+	return q;
+}
+
+/* met, not met, or too noisy to tell: the range against the limit */
+static const char *verdict(struct ratio q, double limit, int strict)
+{
+	if (isnan(q.lo) || isnan(q.hi))
+		return "not measured";
+	int in_hi = strict ? q.hi < limit : q.hi <= limit;
+	int in_lo = strict ? q.lo < limit : q.lo <= limit;
+	return in_hi ? "met" : !in_lo ? "NOT met" : "too noisy to tell";
+}
+
+/* the noise threshold: a baseline whose median round is more than this
+ * much slower than its best round was disturbed too often for a ratio
+ * to mean much */
+#define NOISY_PCT 10.0
 
 static void print_costs(const struct nc_costs *c)
 {
 	char h1[32], h2[32];
 	snprintf(h1, sizeof(h1), "x %s", c->raw_name ? c->raw_name : "raw");
 	snprintf(h2, sizeof(h2), "x %s", c->ordered_name ? c->ordered_name : "ordered");
-	printf("%-30s %9s %20s %20s %8s\n", "call", "ns/call", h1, h2, "x cgt");
-	struct {
+	printf("%-26s %9s %8s %14s %16s %8s\n", "call", "best ns", "spread", h1, h2, "x cgt");
+	static const struct {
 		const char *name;
-		double v;
+		int row;
 		int ratios; /* 0: conversion throughput, no read ratios */
 	} rows[] = {
-		{c->raw_name ? c->raw_name : "(no inline counter)", c->raw, 1},
-		{c->ordered_name ? c->ordered_name : "(no inline counter)", c->ordered, 1},
-		{"clock_gettime MONOTONIC", c->cgt_mono, 1},
-		{"clock_gettime MONO_RAW", c->cgt_raw, 1},
-		{"clock_gettime REALTIME", c->cgt_real, 1},
-		{"nc_ticks", c->ticks, 1},
-		{"nc_ticks_begin", c->ticks_begin, 1},
-		{"nc_ticks_end", c->ticks_end, 1},
-		{"nc_now_ns", c->now_ns, 1},
-		{"nc_unix_ns", c->unix_ns, 1},
-		{"nc_ticks_to_ns", c->ticks_to_ns, 0},
-		{"nc_conv_ticks_to_ns", c->conv_pure, 0},
-		{"WTMLIB-style conversion", c->conv_biased, 0},
+		{NULL, NC_COST_RAW, 1},
+		{NULL, NC_COST_ORDERED, 1},
+		{"clock_gettime MONOTONIC", NC_COST_CGT_MONO, 1},
+		{"clock_gettime MONO_RAW", NC_COST_CGT_RAW, 1},
+		{"clock_gettime REALTIME", NC_COST_CGT_REAL, 1},
+		{"nc_ticks", NC_COST_TICKS, 1},
+		{"nc_ticks_begin", NC_COST_TICKS_BEGIN, 1},
+		{"nc_ticks_end", NC_COST_TICKS_END, 1},
+		{"nc_now_ns", NC_COST_NOW_NS, 1},
+		{"nc_unix_ns", NC_COST_UNIX_NS, 1},
+		{"nc_ticks_to_ns", NC_COST_TICKS_TO_NS, 0},
+		{"nc_conv_ticks_to_ns", NC_COST_CONV_PURE, 0},
+		{"WTMLIB-style conversion", NC_COST_CONV_BIASED, 0},
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		char r1[32] = "-", r2[32] = "-", r3[32] = "-";
+		int row = rows[i].row;
+		const char *name = rows[i].name;
+		if (!name)
+			name = row == NC_COST_RAW ? c->raw_name : c->ordered_name;
+		if (!name) /* no inline counter here: no baseline */
+			continue;
+		double best = c->round[row][0];
+		for (int r = 1; r < c->rounds; r++)
+			best = c->round[row][r] < best ? c->round[row][r] : best;
+		char r1[32] = "-", r2[32] = "-", r3[32] = "-", sp[32];
 		if (c->raw > 0 && rows[i].ratios)
-			snprintf(r1, sizeof(r1), "%.3f", rows[i].v / c->raw);
+			snprintf(r1, sizeof(r1), "%.3f", best / c->raw);
 		if (c->ordered > 0 && rows[i].ratios)
-			snprintf(r2, sizeof(r2), "%.3f", rows[i].v / c->ordered);
+			snprintf(r2, sizeof(r2), "%.3f", best / c->ordered);
 		if (rows[i].ratios)
-			snprintf(r3, sizeof(r3), "%.3f", rows[i].v / c->cgt_mono);
-		printf("%-30s %9.3f %20s %20s %8s\n", rows[i].name, rows[i].v, r1, r2, r3);
+			snprintf(r3, sizeof(r3), "%.3f", best / c->cgt_mono);
+		double s = spread_pct(c, row);
+		snprintf(sp, sizeof(sp), "%.1f%%%s", s, s > NOISY_PCT ? "!" : "");
+		printf("%-26s %9.3f %8s %14s %16s %8s\n", name, best, sp, r1, r2, r3);
 	}
-	printf("\ntargets: nc_ticks <= 1.05x raw: %.3f | nc_now_ns <= 1.10x ordered: %.3f | "
-	       "nc_ticks_to_ns <= 1.00x WTMLIB-style: %.3f\n"
-	       "         nc_unix_ns <= 1.20x ordered: %.3f, < clock_gettime(REALTIME): %.3f x\n",
-	       c->raw > 0 ? c->ticks / c->raw : NAN, c->ordered > 0 ? c->now_ns / c->ordered : NAN,
-	       c->ticks_to_ns / c->conv_biased, c->ordered > 0 ? c->unix_ns / c->ordered : NAN,
-	       c->unix_ns / c->cgt_real);
+	printf("(best: the fastest of %d rounds; spread: the median round's excess over the best, "
+	       "! above %.0f%%)\n",
+	       c->rounds, NOISY_PCT);
+
+	printf("\ntargets — each ratio is the median of the %d rounds' own ratios, [range]%s:\n",
+	       c->rounds, c->rounds >= 5 ? " without the lowest and highest round" : "");
+	struct {
+		const char *what;
+		int num, den;
+		double limit;
+		int strict;
+		const char *goal_what;
+		double goal;
+	} t[] = {
+		{"nc_now_ns / ordered read", NC_COST_NOW_NS, NC_COST_ORDERED, 1.10, 0, "goal", 1.05},
+		{"nc_ticks / bare read", NC_COST_TICKS, NC_COST_RAW, 1.05, 0, NULL, 0},
+		{"nc_unix_ns / ordered read", NC_COST_UNIX_NS, NC_COST_ORDERED, 1.20, 0, NULL, 0},
+		{"nc_unix_ns / clock_gettime REALTIME", NC_COST_UNIX_NS, NC_COST_CGT_REAL, 1.00, 1, NULL,
+		 0},
+		{"nc_ticks_to_ns / WTMLIB-style", NC_COST_TICKS_TO_NS, NC_COST_CONV_BIASED, 1.00, 0, NULL,
+		 0},
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		if ((t[i].den == NC_COST_ORDERED || t[i].den == NC_COST_RAW) && !c->raw_name) {
+			printf("  %-36s no inline counter here: not measured\n", t[i].what);
+			continue;
+		}
+		struct ratio q = round_ratio(c, t[i].num, t[i].den);
+		printf("  %-36s %6.3f [%.3f..%.3f]  target %s %.2f: %s", t[i].what, q.med, q.lo, q.hi,
+		       t[i].strict ? "<" : "<=", t[i].limit, verdict(q, t[i].limit, t[i].strict));
+		if (t[i].goal_what)
+			printf("; %s <= %.2f: %s", t[i].goal_what, t[i].goal, verdict(q, t[i].goal, 0));
+		printf("\n");
+	}
+	double sr = c->raw_name ? spread_pct(c, NC_COST_RAW) : 0;
+	double so = c->raw_name ? spread_pct(c, NC_COST_ORDERED) : 0;
+	double sg = spread_pct(c, NC_COST_CGT_MONO);
+	double worst = sr > so ? sr : so;
+	worst = sg > worst ? sg : worst;
+	if (worst > NOISY_PCT)
+		printf("noise: TOO NOISY — the baselines' rounds spread by up to %.0f%% (more than "
+		       "%.0f%%): the machine was busy; the ratios above mean little, run again when it "
+		       "is quiet\n",
+		       worst, NOISY_PCT);
+	else
+		printf("noise: the baselines' rounds spread by at most %.1f%% (threshold %.0f%%)\n", worst,
+		       NOISY_PCT);
 }
 
 /* ---- cold processes ---- */
@@ -301,12 +425,6 @@ struct cold {
 	double init_ms, hz, ppm;
 	int status;
 };
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
 
 /* Runs `nanoclock bench --init-once` and reads its line. */
 static int run_cold(struct cold *out)
@@ -728,7 +846,7 @@ static int bench_default(int quick)
 	take_pair(&p0);
 
 	struct nc_costs c;
-	nc_measure_costs(&c, quick ? 200000 : 2000000, quick ? 3 : 7);
+	nc_measure_costs(&c, quick ? 200000 : 2000000, quick ? 7 : 9);
 	printf("nanoclock bench — counter %s, %.6f MHz (%s)\n\n", nc_counter_name(), hz0 / 1e6,
 	       nc_ticks_per_second_source());
 	print_costs(&c);

@@ -3,6 +3,25 @@
 #ifndef NC_BENCH_H
 #define NC_BENCH_H
 
+/* The calls measured, one row each (nc_costs.round[row][...]). */
+enum nc_cost_row {
+	NC_COST_RAW,
+	NC_COST_ORDERED,
+	NC_COST_CGT_MONO,
+	NC_COST_CGT_RAW,
+	NC_COST_CGT_REAL,
+	NC_COST_TICKS,
+	NC_COST_TICKS_BEGIN,
+	NC_COST_TICKS_END,
+	NC_COST_NOW_NS,
+	NC_COST_UNIX_NS,
+	NC_COST_TICKS_TO_NS,
+	NC_COST_CONV_PURE,
+	NC_COST_CONV_BIASED,
+	NC_COST_ROWS
+};
+#define NC_COST_MAX_ROUNDS 16
+
 struct nc_costs {
 	/* the inline counter read by hand, as baselines: unordered and
 	 * ordered ("rdtsc", "lfence;rdtsc" on x86); NULL/0 where there is no
@@ -12,6 +31,11 @@ struct nc_costs {
 	double cgt_mono, cgt_raw, cgt_real; /* clock_gettime baselines */
 	double ticks, ticks_begin, ticks_end, now_ns, unix_ns, ticks_to_ns;
 	double conv_pure, conv_biased;      /* a pure conversion vs a WTMLIB-style one */
+	/* every round of every call (ns per call; 0 where not measured): the
+	 * calls are measured one after another within each round, so a
+	 * disturbance hits a round of each; the figures above are the best */
+	int rounds;
+	double round[NC_COST_ROWS][NC_COST_MAX_ROUNDS];
 };
 
 /* What `nanoclock bench` runs (the tool parses its command line into this:
@@ -38,7 +62,8 @@ struct nc_bench_opts {
 	long long calls;   /* latency (10^8) */
 };
 
-/* ns per call, best of `rounds` rounds of `n` calls each */
+/* ns per call, best of `rounds` rounds (at most NC_COST_MAX_ROUNDS) of `n`
+ * calls each, and every round */
 void nc_measure_costs(struct nc_costs *c, long n, int rounds);
 int nc_bench_run(const struct nc_bench_opts *o);
 /* bench_stress.c: 0 if no inversion was seen */

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer: the tool's whole command line (nc_parse_command: info, now,
- * check and bench with their options; trace's own options are parsed by
- * tools/trace.c, whose file reader fuzz/trace_decode.c drives).  The input is split at NUL bytes
- * into up to 12 arguments after "nanoclock".  Invariants: 0 with every
- * option in its range, or -1 with a one-line reason. */
+ * check and bench with their options, --help and --version; trace's own
+ * options are parsed by tools/trace.c, whose file reader
+ * fuzz/trace_decode.c drives).  The input is split at NUL bytes into up to
+ * 12 arguments after "nanoclock".  Invariants: 0 with every option in its
+ * range (a request for help names a topic that has a text), or -1 with a
+ * one-line reason. */
+#include "../tools/help.h"
 #include "../tools/opts.h"
 #include "fuzz_util.h"
 
@@ -43,6 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (o.cmd < NC_CMD_HELP || o.cmd > NC_CMD_TRACE)
 			abort();
 		if (o.now.mode < 0 || o.now.mode > 3)
+			abort();
+		if (o.cmd == NC_CMD_HELP && (!o.help_topic || !nc_help_text(o.help_topic)))
 			abort();
 		if ((c->method != NC_SYNC_COP && c->method != NC_SYNC_SWITCH) || c->probes < 0 ||
 		    c->probes > 100000000 || c->rounds < 0 || c->rounds > 1000)

@@ -61,11 +61,13 @@ opt() { # options that must be refused: exit 2, one line, nothing on stdout
 }
 
 # ---- the command line ----
-opt
 opt ""
 opt bogus
 opt "$longtext"
 opt "$nl"
+opt help check
+opt --help info
+opt --version extra
 opt info --bogus
 opt info --json extra
 opt info ""
@@ -166,6 +168,7 @@ envcase 0 NANOCLOCK_HZ_FORCE 0
 envcase 0 NANOCLOCK_CALIB_PPM 0.5
 envcase 0 NANOCLOCK_COUNTER clock_monotonic_raw
 expect 0 "nanoclock --help" -- $RUN "$TOOL" --help
+expect 0 "nanoclock (no command: the usage)" -- $RUN "$TOOL"
 
 echo "tests/test_cli.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The library's counter, transformed per CPU. */
@@ -55,6 +56,143 @@ static int ncpus_allowed(int *second)
 
 static struct nc_sync_report rep; /* large: keep it off the stack */
 
+/* ---- what the counter can show on this machine ----
+ * Two threads hand a cache line back and forth, each reading the counter
+ * (ordered) before its store and after the load that saw the other's: a
+ * read after the hand-off below the one before it is disorder.  On
+ * hardware the library's ordered reads never show any (asserted by
+ * test_reads_ordered).  Under qemu-user (NC_TEST_RUN set by make
+ * check-cross) the counter instruction is a call into the emulator that
+ * reads the host's counter, unordered with the emulated memory accesses
+ * around it: on one host the honest check saw "reading on CPU 1 came 26
+ * ticks below the one before it" in 8 of 9 runs (riscv64).  There the
+ * check's "inconsistent" is the truth about the emulator's counter, not a
+ * fault of nanoclock: the tests below accept it only under emulation, and
+ * only for a decrease no larger than twice the largest disorder measured
+ * here (the check makes about as many hand-offs as the measurement; the
+ * factor 2 covers the tail a sample of 50000 misses).  Anything else fails
+ * as it would on hardware. */
+#define PP_HANDOFFS 50000
+struct pp {
+	uint64_t flag __attribute__((aligned(64)));
+	uint64_t stamp; /* the sender's read before its store */
+	int cpu[2];
+	uint64_t worst[2]; /* disorder seen by each side */
+};
+
+static void pin_to(int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+static void pp_side(struct pp *p, int me)
+{
+	pin_to(p->cpu[me]);
+	for (uint64_t i = 0; i < PP_HANDOFFS; i++) {
+		uint64_t turn = 2 * i + (uint64_t)me; /* side 0 sends on even turns */
+		while (__atomic_load_n(&p->flag, __ATOMIC_ACQUIRE) != turn)
+			;
+		uint64_t after = nc_ticks_begin();
+		uint64_t before = __atomic_load_n(&p->stamp, __ATOMIC_RELAXED);
+		if (turn > 0 && after < before && before - after > p->worst[me])
+			p->worst[me] = before - after;
+		__atomic_store_n(&p->stamp, nc_ticks_begin(), __ATOMIC_RELAXED);
+		__atomic_store_n(&p->flag, turn + 1, __ATOMIC_RELEASE);
+	}
+}
+
+static void *pp_thread(void *arg)
+{
+	pp_side(arg, 1);
+	return NULL;
+}
+
+/* The largest disorder (ticks) between the first two allowed CPUs; 0 with
+ * one CPU. */
+static uint64_t counter_disorder(void)
+{
+	cpu_set_t old;
+	pthread_getaffinity_np(pthread_self(), sizeof(old), &old);
+	static struct pp p;
+	memset(&p, 0, sizeof(p));
+	int n = 0;
+	for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+		if (CPU_ISSET(c, &old))
+			p.cpu[n++] = c;
+	if (n < 2)
+		return 0;
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, pp_thread, &p), 0);
+	pp_side(&p, 0);
+	pthread_join(th, NULL);
+	pthread_setaffinity_np(pthread_self(), sizeof(old), &old);
+	return p.worst[0] > p.worst[1] ? p.worst[0] : p.worst[1];
+}
+
+static int emulated(void)
+{
+	const char *e = getenv("NC_TEST_RUN");
+	return e && *e;
+}
+
+/* Under emulation, measured once: the decrease an "inconsistent" verdict on
+ * an honest counter may show (0 natively: none). */
+static uint64_t emu_allowance(void)
+{
+	static int done;
+	static uint64_t allow;
+	if (!done) {
+		done = 1;
+		if (emulated()) {
+			uint64_t d = counter_disorder();
+			allow = 2 * d;
+			printf("  emulated: the counter's reads came out of order across CPUs by up to "
+			       "%llu ticks in %d hand-offs; allowance %llu\n",
+			       (unsigned long long)d, 2 * PP_HANDOFFS, (unsigned long long)allow);
+		}
+	}
+	return allow;
+}
+
+/* 1 if an honest counter's "inconsistent" report is what the emulator can
+ * show: under emulation, the readings only went backwards (same pace, all
+ * advancing) and the decrease named is within the measured allowance. */
+static int emulator_disorder(const struct nc_sync_report *r)
+{
+	unsigned long long d;
+	const char *p = strstr(r->evidence, " came ");
+	if (!emulated() || r->verdict != NC_SYNC_INCONSISTENT || r->monotonic || !r->same_pace ||
+	    !r->advancing || !p || sscanf(p, " came %llu ticks below", &d) != 1)
+		return 0;
+	if (d > emu_allowance())
+		return 0;
+	printf("  emulated: inconsistent by a decrease of %llu ticks, within the emulator's measured "
+	       "disorder: not asserted\n",
+	       d);
+	return 1;
+}
+
+/* On hardware the library's ordered reads are ordered across CPUs: a read
+ * after a hand-off never comes out below the read before it. */
+static void test_reads_ordered(void **state)
+{
+	(void)state;
+	int second;
+	if (emulated()) {
+		emu_allowance();
+		skip(); /* measured, not asserted: the emulator's counter */
+	}
+	if (ncpus_allowed(&second) < 2)
+		skip();
+	uint64_t d = counter_disorder();
+	if (d != 0)
+		fail_msg("a read after a hand-off came %llu ticks below the read before it",
+			 (unsigned long long)d);
+}
+
 static void test_honest(void **state)
 {
 	(void)state;
@@ -63,11 +201,17 @@ static void test_honest(void **state)
 	struct nc_sync_options o;
 	nc_sync_default_options(&o);
 	int tries = 0; /* a loaded machine may starve a thread: inconclusive, retried */
+	int emu = 0;   /* runs decided by the emulator's disorder (emulator_disorder) */
 	do
 		assert_int_equal(nc_sync_check(&o, &rep), 0);
-	while (rep.verdict == NC_SYNC_INCONCLUSIVE && ++tries < 5);
+	while ((rep.verdict == NC_SYNC_INCONCLUSIVE || (emulator_disorder(&rep) && ++emu)) &&
+	       ++tries < 5);
 	assert_int_equal(rep.ncpus, n);
 	assert_int_equal(rep.method, NC_SYNC_COP);
+	if (emu && rep.verdict == NC_SYNC_INCONSISTENT) {
+		printf("  honest: every run decided by the emulator's disorder: nothing more to assert\n");
+		return;
+	}
 	/* this library's counter on this machine: the counters agree */
 	if (rep.verdict != NC_SYNC_CONSISTENT)
 		fail_msg("honest counter: %s — %s", nc_sync_verdict_name(rep.verdict), rep.evidence);
@@ -142,9 +286,10 @@ static void test_busy_cpu(void **state)
 	assert_int_equal(pthread_create(&th, NULL, hog, &second), 0);
 	struct nc_sync_options o;
 	nc_sync_default_options(&o);
-	int answered = 0, first_try = 0, runs = 0;
+	int answered = 0, first_try = 0, runs = 0, emu_runs = 0, emu_checks = 0;
 	double ms = 0;
 	for (int i = 0; i < 5; i++) {
+		int emu = 0;
 		/* other processes on an oversubscribed machine can still leave a
 		 * run unanswerable: such a run is repeated (at most 4 times); a
 		 * wrong claim never is */
@@ -152,20 +297,30 @@ static void test_busy_cpu(void **state)
 			assert_int_equal(nc_sync_check(&o, &rep), 0);
 			ms += rep.elapsed_ms;
 			runs++;
+			if (rep.verdict == NC_SYNC_INCONSISTENT && emulator_disorder(&rep)) {
+				emu_runs++;
+				emu = 1;
+				continue;
+			}
 			if (rep.verdict == NC_SYNC_INCONSISTENT)
 				fail_msg("honest counter, busy CPU: inconsistent — %s", rep.evidence);
 			if (rep.verdict == NC_SYNC_CONSISTENT) {
 				answered++;
 				first_try += attempt == 0;
+				emu = 0;
 				break;
 			}
 		}
+		emu_checks += emu; /* no answer, and the emulator's disorder in the way */
 	}
 	__atomic_store_n(&hog_stop, 1, __ATOMIC_RELAXED);
 	pthread_join(th, NULL);
-	printf("  busy second CPU: %d of 5 checks consistent (%d at the first try), %.1f ms each\n",
-	       answered, first_try, ms / runs);
-	assert_int_equal(answered, 5);
+	printf("  busy second CPU: %d of 5 checks consistent (%d at the first try), %.1f ms each; %d "
+	       "runs decided by the emulator's disorder\n",
+	       answered, first_try, ms / runs, emu_runs);
+	/* every check answers, except under emulation one whose runs the
+	 * counter's disorder decided (natively emu_checks is always 0) */
+	assert_int_equal(answered + emu_checks, 5);
 }
 
 /* An offset of N >= 2x the honest bound on one CPU is always caught. */
@@ -315,7 +470,8 @@ static void test_create_failure(void **state)
 	/* and the next check works */
 	assert_int_equal(nc_sync_check(&o, &rep), 0);
 	assert_int_equal(rep.ncpus, ncpus_allowed(&second));
-	assert_true(rep.verdict != NC_SYNC_INCONSISTENT);
+	if (rep.verdict == NC_SYNC_INCONSISTENT && !emulator_disorder(&rep))
+		fail_msg("after a failed create: inconsistent — %s", rep.evidence);
 }
 
 /* Too few probes to say: inconclusive, not a guess. */
@@ -371,6 +527,7 @@ static void test_time_limit(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_reads_ordered),
 		cmocka_unit_test(test_honest),          cmocka_unit_test(test_offset_detected),
 		cmocka_unit_test(test_fast_cpu_detected), cmocka_unit_test(test_frozen_cpu_detected),
 		cmocka_unit_test(test_one_cpu),         cmocka_unit_test(test_switch),

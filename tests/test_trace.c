@@ -492,12 +492,20 @@ static void test_accuracy_real(void **state)
 	assert_int_equal(nc_trace_thread_start(t, "acc", &b), 0);
 	enum { N = 400 };
 	static int64_t before[N], after[N], unix_lib[N];
+	static double tie_err[N];
 	for (int i = 0; i < N; i++) {
 		before[i] = nc__mono_raw_ns();
 		uint64_t tk = nc_ticks_begin();
 		nc_trace_event_at(b, tk, NC_TRACE_INSTANT, 1, tk);
 		after[i] = nc__mono_raw_ns();
 		unix_lib[i] = nc_ticks_to_unix_ns(tk);
+		/* what the library states its Unix time may be off the system
+		 * clock by, then: on a busy machine the run outlasts the tie's
+		 * period and a re-tie may be slewing a correction in, which the
+		 * status at the end no longer shows */
+		struct nc_unix_status sti;
+		nc_get_unix_status(&sti);
+		tie_err[i] = sti.tie_error_ns;
 		struct timespec ts = {0, 100000}; /* 40 ms in all: several anchors */
 		nanosleep(&ts, NULL);
 	}
@@ -516,28 +524,47 @@ static void test_accuracy_real(void **state)
 	/* an anchor's error is half its bracket; the slope between anchors 10 ms
 	 * apart adds at most their sum over 10 ms times the distance */
 	double e = 2 * in.max_anchor_halfwidth_ns + 2;
-	double worst_mono = 0, worst_unix = 0;
+	double worst_mono = 0, worst_unix = 0, worst_excess = -1e300, worst_tie = 0;
+	int worst_i = 0;
 	for (int i = 0; i < N; i++) {
 		assert_int_equal(ev[i].ticks, ev[i].arg);
 		double lo = (double)before[i] - e, hi = (double)after[i] + e;
 		if ((double)ev[i].mono_ns < lo || (double)ev[i].mono_ns > hi)
 			fail_msg("event %d: %lld ns, CLOCK_MONOTONIC_RAW read %lld..%lld (±%.0f)", i,
 				 (long long)ev[i].mono_ns, (long long)before[i], (long long)after[i], e);
+		/* the library's Unix time and the trace's both follow
+		 * CLOCK_REALTIME, each within its own tie: the library's as it
+		 * stated it at the conversion (its status right after), the
+		 * trace's within e; 1 us for the rate error over the stamp's age
+		 * and the status read a moment later */
 		double du = fabs((double)(ev[i].unix_ns - unix_lib[i]));
+		double bound_i = (tie_err[i] > st.tie_error_ns ? tie_err[i] : st.tie_error_ns) + e + 1000;
 		if (du > worst_unix)
 			worst_unix = du;
+		if (tie_err[i] > worst_tie)
+			worst_tie = tie_err[i];
+		if (du - bound_i > worst_excess) {
+			worst_excess = du - bound_i;
+			worst_i = i;
+		}
 		double mid = ((double)before[i] + (double)after[i]) / 2;
 		if (fabs((double)ev[i].mono_ns - mid) > worst_mono)
 			worst_mono = fabs((double)ev[i].mono_ns - mid);
 	}
-	/* the library's Unix time and the trace's both follow CLOCK_REALTIME,
-	 * each within its own tie */
-	double ue = st.tie_error_ns + e + 1000;
-	if (worst_unix > ue)
-		fail_msg("Unix time %.0f ns off the library's (bound %.0f)", worst_unix, ue);
+	if (worst_excess > 0)
+		/* the kernel's frequency correction makes CLOCK_REALTIME run
+		 * off CLOCK_MONOTONIC_RAW: the trace's anchors follow it, the
+		 * library's first tie may not (issue 14) */
+		fail_msg("event %d: Unix time %.0f ns off the library's (bound %.0f: the library's stated "
+			 "tie error then %.0f ns, at the end %.0f ns, anchors ±%.0f ns; kernel frequency "
+			 "correction %+.3f ppm, tie %.3f s old)",
+			 worst_i, fabs((double)(ev[worst_i].unix_ns - unix_lib[worst_i])),
+			 fabs((double)(ev[worst_i].unix_ns - unix_lib[worst_i])) - worst_excess,
+			 tie_err[worst_i], st.tie_error_ns, in.max_anchor_halfwidth_ns, st.kernel_freq_ppm,
+			 st.tie_age_s);
 	printf("      worst |mono - reference| %.0f ns, |unix - nc_ticks_to_unix_ns| %.0f ns; anchors "
-	       "±%.0f ns\n",
-	       worst_mono, worst_unix, in.max_anchor_halfwidth_ns);
+	       "±%.0f ns; library's stated tie error up to %.0f ns\n",
+	       worst_mono, worst_unix, in.max_anchor_halfwidth_ns, worst_tie);
 	free(ev);
 	nc_trace_read_close(r[0]);
 	unlink(p);

@@ -8,12 +8,24 @@
 #include <string.h>
 
 static const struct {
-	const char *name;
+	const char *name, *topic;
 	int sub;
 } subs[] = {
-	{"init", NC_BENCH_INIT},     {"unix", NC_BENCH_UNIX},       {"sync", NC_BENCH_SYNC},
-	{"stress", NC_BENCH_STRESS}, {"latency", NC_BENCH_LATENCY}, {"trace", NC_BENCH_TRACE},
+	{"init", "bench init", NC_BENCH_INIT},
+	{"unix", "bench unix", NC_BENCH_UNIX},
+	{"sync", "bench sync", NC_BENCH_SYNC},
+	{"stress", "bench stress", NC_BENCH_STRESS},
+	{"latency", "bench latency", NC_BENCH_LATENCY},
+	{"trace", "bench trace", NC_BENCH_TRACE},
 };
+
+const char *nc_bench_help_topic(const char *sub)
+{
+	for (size_t k = 0; k < sizeof(subs) / sizeof(subs[0]); k++)
+		if (!strcmp(sub, subs[k].name))
+			return subs[k].topic;
+	return NULL;
+}
 
 /* The option's value, or NULL with why[] filled. */
 static const char *value(int argc, char *const *argv, int *i, char *why, size_t whylen)
@@ -92,8 +104,9 @@ int nc_parse_bench(int argc, char *const *argv, struct nc_bench_opts *o, char *w
 			    nc_arg_ll(a, v, 10000, 100000000000LL, &o->calls, why, whylen))
 				return -1;
 		} else {
-			snprintf(why, whylen, "unknown option '%s'%s%s (nanoclock --help lists them)",
+			snprintf(why, whylen, "unknown option '%s'%s%s (nanoclock bench%s%s --help lists them)",
 				 nc_arg_quote(a, q, sizeof(q)), sub == NC_BENCH_DEFAULT ? "" : " for ",
+				 sub == NC_BENCH_DEFAULT ? "" : argv[0], sub == NC_BENCH_DEFAULT ? "" : " ",
 				 sub == NC_BENCH_DEFAULT ? "" : argv[0]);
 			return -1;
 		}
@@ -103,7 +116,7 @@ int nc_parse_bench(int argc, char *const *argv, struct nc_bench_opts *o, char *w
 		return -1;
 	}
 	if (o->plot_dir && !seconds_set)
-		o->seconds = 30; /* the plot's default run */
+		o->seconds = o->quick ? 2 : 30; /* the plot's default run */
 	if (o->sub == NC_BENCH_INIT_ONCE && (o->quick || o->plot_dir)) {
 		snprintf(why, whylen, "--init-once takes no other option");
 		return -1;

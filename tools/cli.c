@@ -5,11 +5,13 @@
  *   nanoclock bench ...       costs, init time and accuracy (bench/bench.c),
  *                             and PNGs with --plot DIR (bench/plot.c)
  *   nanoclock trace ...       event traces: stats, export, demo (tools/trace.c)
+ * The command line: tools/opts.c (pure, fuzzed); the help texts: tools/help.c.
  */
 #include "../bench/bench.h"
 #include "args.h"
-#include "trace.h"
+#include "help.h"
 #include "opts.h"
+#include "trace.h"
 
 #include <nanoclock.h>
 #include <nanoclock_info.h>
@@ -55,13 +57,20 @@ static const char *tri(int v) { return v == 1 ? "yes" : v == 0 ? "no" : "unknown
 static const char *jtri(int v) { return v == 1 ? "true" : v == 0 ? "false" : "null"; }
 
 /* ---- Unix time, as info and now show it ---- */
+/* tie_error_ns is the bound on |nc_unix_ns() - CLOCK_REALTIME| now (the
+ * tie's half-width, its age's drift, a correction being slewed): said as
+ * such, apart from the last tie's own half-width (info's next line). */
 static void utc_error_text(const struct nc_unix_status *st, char *buf, size_t len)
 {
 	if (st->utc_error_ns >= 0)
-		snprintf(buf, len, "±%.3f ms from UTC (kernel %.0f us + tie %.0f ns)",
+		snprintf(buf, len,
+			 "±%.3f ms from UTC (kernel max error %.0f us + nc_unix_ns within ±%.0f ns "
+			 "of the system clock now)",
 			 st->utc_error_ns / 1e6, st->kernel_max_error_us, st->tie_error_ns);
 	else
-		snprintf(buf, len, "error from UTC unknown: %s (tie to the system clock ±%.0f ns)",
+		snprintf(buf, len,
+			 "error from UTC unknown: %s (nc_unix_ns within ±%.0f ns of the system clock "
+			 "now)",
 			 st->why, st->tie_error_ns);
 }
 
@@ -221,8 +230,8 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 			printf(" %.6f MHz", s->hz / 1e6);
 		printf(" (%s)\n", s->reason);
 	}
-	printf("resolution     %llu ticks = %.3f ns\n", (unsigned long long)in->resolution_ticks,
-	       in->resolution_ns);
+	printf("resolution     %llu tick%s = %.3f ns\n", (unsigned long long)in->resolution_ticks,
+	       in->resolution_ticks == 1 ? "" : "s", in->resolution_ns);
 	printf("wraps in       %.3g years (%llu s)\n", in->seconds_before_wrap / 31557600.0,
 	       (unsigned long long)in->seconds_before_wrap);
 	printf("init           %.3f ms (calibration goal ±%.3g ppm, at most %.3g ms)%s%s\n", in->init_ms,
@@ -251,8 +260,8 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 	char err[256];
 	utc_error_text(st, err, sizeof(err));
 	printf("unix time      %s\n", err);
-	printf("               tie to CLOCK_REALTIME ±%.0f ns, %.3f s old, every %.0f ms%s; %u steps "
-	       "followed, %u ties\n",
+	printf("               last tie to CLOCK_REALTIME: ±%.0f ns (half its bracket), %.3f s old; "
+	       "re-tied every %.0f ms%s; %u steps followed, %u ties\n",
 	       st->tie_halfwidth_ns, st->tie_age_s, in->unix_refresh_ms,
 	       in->upkeep_running ? " (upkeep thread)" : " (by readers)", st->steps, st->refreshes);
 	if (in->upkeep_note[0])
@@ -269,26 +278,6 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 	printf("events         %u suspends (%.3f s), %u counter jumps, %u rate changes, %u counter "
 	       "stops\n",
 	       ev->suspends, ev->suspended_s, ev->counter_jumps, ev->rate_changes, ev->counter_stops);
-}
-
-static void usage(void)
-{
-	printf("usage: nanoclock info [--json]\n"
-	       "       nanoclock now [--unix | --iso | --json]\n"
-	       "       nanoclock check [--method cop|switch] [--probes N] [--rounds N] [--json]\n"
-	       "       nanoclock bench [--quick]\n"
-	       "       nanoclock bench --plot DIR [--seconds N] [--quick]\n"
-	       "       nanoclock bench init [--runs N] [--idle SECONDS]\n"
-	       "       nanoclock bench unix [--seconds N] [--step]\n"
-	       "       nanoclock bench sync [--runs N]\n"
-	       "       nanoclock bench stress [--threads N] [--seconds S]\n"
-	       "       nanoclock bench latency [--calls N]\n"
-	       "       nanoclock bench trace [--quick]\n"
-	       "       nanoclock trace stats FILE [--json]\n"
-	       "       nanoclock trace export --format chrome|csv [-o OUT] FILE...\n"
-	       "       nanoclock trace demo FILE [--threads N] [--items N] [--overwrite]\n"
-	       "exit status: 0 ok; 1 check: inconsistent; 2 bad command line; 3 check: inconclusive;\n"
-	       "             4 nc_init() refused a setting (NANOCLOCK_*): one line on stderr says which\n");
 }
 
 static int cmd_now(const struct nc_now_opts *o)
@@ -366,15 +355,21 @@ static void sync_json(const struct nc_sync_report *r, int indent)
 	       jtri(r->kernel_tsc_unstable), p, jtri(r->cpuid_invariant_tsc), indent ? "  " : "");
 }
 
+/* max_shift is an upper bound: said with "<=" (and not at all when some
+ * CPU got no interval) */
 static void sync_line(const struct nc_sync_report *r)
 {
 	printf("%s over CPUs", nc_sync_verdict_name(r->verdict));
 	for (int i = 0; i < r->ncpus; i++)
 		printf("%s%d", i ? "," : " ", r->cpu[i].cpu);
-	printf(" (%s): max shift %llu ticks (%.1f ns), %smonotonic, %s pace, %.1f ms, quality %.2f",
-	       r->method == NC_SYNC_SWITCH ? "switch" : "cop", (unsigned long long)r->max_shift_ticks,
-	       r->max_shift_ns, r->monotonic ? "" : "NOT ", r->same_pace ? "same" : "DIFFERENT",
-	       r->elapsed_ms, r->quality);
+	printf(" (%s): ", r->method == NC_SYNC_SWITCH ? "switch" : "cop");
+	if (r->bounded)
+		printf("max shift <= %llu ticks (%.1f ns)", (unsigned long long)r->max_shift_ticks,
+		       r->max_shift_ns);
+	else
+		printf("max shift not bounded");
+	printf(", %smonotonic, %s pace, %.1f ms, quality %.2f", r->monotonic ? "" : "NOT ",
+	       r->same_pace ? "same" : "DIFFERENT", r->elapsed_ms, r->quality);
 	if (r->evidence[0])
 		printf(" — %s", r->evidence);
 	printf("\n");
@@ -407,14 +402,25 @@ static int cmd_check(const struct nc_check_opts *co)
 		if (rc != 0)
 			printf("check could not run: %s — ", nc_strerror(rc));
 		sync_line(&r);
-		for (int i = 1; i < r.ncpus; i++)
-			printf("  CPU %d - CPU %d: shift in [%lld, %lld] ticks, %llu probes, %llu enclosed\n",
-			       r.cpu[i].cpu, r.base_cpu, (long long)r.cpu[i].shift_lo,
-			       (long long)r.cpu[i].shift_hi, (unsigned long long)r.cpu[i].probes,
+		for (int i = 1; i < r.ncpus; i++) {
+			printf("  CPU %d - CPU %d: ", r.cpu[i].cpu, r.base_cpu);
+			if (r.cpu[i].bounded)
+				printf("shift in [%lld, %lld] ticks", (long long)r.cpu[i].shift_lo,
+				       (long long)r.cpu[i].shift_hi);
+			else
+				printf("shift not bounded");
+			printf(", %llu probes, %llu enclosed\n", (unsigned long long)r.cpu[i].probes,
 			       (unsigned long long)r.cpu[i].enclosed);
+		}
 		printf("  kernel: TSC marked unstable %s; CPUID invariant TSC %s (reported, not used "
 		       "for the verdict)\n",
 		       tri(r.kernel_tsc_unstable), tri(r.cpuid_invariant_tsc));
+		if (o.method == NC_SYNC_COP)
+			printf("  cop: CAS-ordered probes, one pinned thread per CPU; enclosed: probes with a "
+		       "CPU %d probe\n  just before and after, each narrowing the interval; quality: "
+		       "the fewest enclosed\n  of any CPU / the %u needed (below 1: inconclusive); "
+		       "nanoclock check --help\n",
+		       r.base_cpu, o.min_enclosed);
 	}
 	return r.verdict == NC_SYNC_CONSISTENT ? 0 : r.verdict == NC_SYNC_INCONSISTENT ? 1 : 3;
 }
@@ -478,8 +484,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nanoclock %s\n", why);
 		return 2;
 	}
-	if (o.cmd == NC_CMD_HELP) {
-		usage();
+	if (o.cmd == NC_CMD_HELP || o.cmd == NC_CMD_VERSION) {
+		if (o.cmd == NC_CMD_HELP)
+			fputs(nc_help_text(o.help_topic), stdout);
+		else /* the tool links the library statically: one version */
+			printf("nanoclock %s\n", nc_version());
+		if (fflush(stdout) != 0 || ferror(stdout)) {
+			fprintf(stderr, "nanoclock: standard output: write error\n");
+			return 1;
+		}
 		return 0;
 	}
 	/* trace files are read and written by tools/trace.c, which parses the

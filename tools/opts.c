@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The tool's command line (see opts.h): info, now and check here, bench in
- * bench/bench_args.c. */
+ * tools/bench_opts.c. */
 #include "opts.h"
 #include "args.h"
 
@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <string.h>
 
-static int unknown(const char *arg, char *why, size_t whylen)
+static int unknown(const char *cmd, const char *arg, char *why, size_t whylen)
 {
 	char q[48];
-	snprintf(why, whylen, "unknown option '%s' (nanoclock --help lists them)",
-		 nc_arg_quote(arg, q, sizeof(q)));
+	snprintf(why, whylen, "unknown option '%s' (nanoclock %s --help lists them)",
+		 nc_arg_quote(arg, q, sizeof(q)), cmd);
 	return -1;
 }
 
@@ -24,7 +24,7 @@ int nc_parse_info(int argc, char *const *argv, struct nc_info_opts *o, char *why
 		if (!strcmp(argv[i], "--json"))
 			o->json = 1;
 		else
-			return unknown(argv[i], why, whylen);
+			return unknown("info", argv[i], why, whylen);
 	}
 	return 0;
 }
@@ -40,7 +40,7 @@ int nc_parse_now(int argc, char *const *argv, struct nc_now_opts *o, char *why, 
 		else if (!strcmp(argv[i], "--json"))
 			o->mode = NC_NOW_JSON;
 		else
-			return unknown(argv[i], why, whylen);
+			return unknown("now", argv[i], why, whylen);
 	}
 	return 0;
 }
@@ -83,46 +83,92 @@ int nc_parse_check(int argc, char *const *argv, struct nc_check_opts *o, char *w
 			else
 				o->rounds = v;
 		} else {
-			return unknown(a, why, whylen);
+			return unknown("check", a, why, whylen);
 		}
 	}
+	return 0;
+}
+
+int nc_arg_is_help(const char *s)
+{
+	return s && (!strcmp(s, "-h") || !strcmp(s, "--help"));
+}
+
+static int wants_help(int argc, char *const *argv)
+{
+	for (int i = 0; i < argc; i++)
+		if (nc_arg_is_help(argv[i]))
+			return 1;
 	return 0;
 }
 
 int nc_parse_command(int argc, char *const *argv, struct nc_tool_opts *o, char *why, size_t whylen)
 {
 	memset(o, 0, sizeof(*o));
+	o->help_topic = "";
 	char q[48], sub[200];
-	if (argc < 2 || !argv[1]) {
-		snprintf(why, whylen, "a command is needed: info, now, check, bench or trace (nanoclock --help)");
-		return -1;
+	if (argc < 2 || !argv[1]) { /* no command: the usage */
+		o->cmd = NC_CMD_HELP;
+		return 0;
 	}
 	const char *c = argv[1];
 	int rc;
-	if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) {
+	if (nc_arg_is_help(c) || !strcmp(c, "help")) {
+		if (argc > 2) {
+			snprintf(why, whylen, "%s takes nothing after it: for a command's help, nanoclock "
+				 "COMMAND --help",
+				 c);
+			return -1;
+		}
 		o->cmd = NC_CMD_HELP;
 		return 0;
+	} else if (!strcmp(c, "--version")) {
+		if (argc > 2) {
+			snprintf(why, whylen, "--version takes nothing after it");
+			return -1;
+		}
+		o->cmd = NC_CMD_VERSION;
+		return 0;
 	} else if (!strcmp(c, "info")) {
+		o->help_topic = "info";
 		o->cmd = NC_CMD_INFO;
-		rc = nc_parse_info(argc - 2, argv + 2, &o->info, sub, sizeof(sub));
+		rc = wants_help(argc - 2, argv + 2) ? 1
+						    : nc_parse_info(argc - 2, argv + 2, &o->info, sub, sizeof(sub));
 	} else if (!strcmp(c, "now")) {
+		o->help_topic = "now";
 		o->cmd = NC_CMD_NOW;
-		rc = nc_parse_now(argc - 2, argv + 2, &o->now, sub, sizeof(sub));
+		rc = wants_help(argc - 2, argv + 2) ? 1
+						    : nc_parse_now(argc - 2, argv + 2, &o->now, sub, sizeof(sub));
 	} else if (!strcmp(c, "check")) {
+		o->help_topic = "check";
 		o->cmd = NC_CMD_CHECK;
-		rc = nc_parse_check(argc - 2, argv + 2, &o->check, sub, sizeof(sub));
+		rc = wants_help(argc - 2, argv + 2)
+			     ? 1
+			     : nc_parse_check(argc - 2, argv + 2, &o->check, sub, sizeof(sub));
 	} else if (!strcmp(c, "bench")) {
 		o->cmd = NC_CMD_BENCH;
-		rc = nc_parse_bench(argc - 2, argv + 2, &o->bench, sub, sizeof(sub));
+		o->help_topic = "bench";
+		if (argc > 2 && argv[2][0] != '-')
+			o->help_topic = nc_bench_help_topic(argv[2]);
+		/* an unknown benchmark is an error, --help or not */
+		rc = o->help_topic && wants_help(argc - 2, argv + 2)
+			     ? 1
+			     : nc_parse_bench(argc - 2, argv + 2, &o->bench, sub, sizeof(sub));
 	} else if (!strcmp(c, "trace")) {
-		o->cmd = NC_CMD_TRACE; /* its options: tools/trace.c */
+		o->cmd = NC_CMD_TRACE; /* its options and its --help: tools/trace.c */
 		return 0;
 	} else {
 		snprintf(why, whylen, "unknown command '%s': info, now, check, bench or trace (nanoclock --help)",
 			 nc_arg_quote(c, q, sizeof(q)));
 		return -1;
 	}
+	if (rc == 1) {
+		o->cmd = NC_CMD_HELP;
+		return 0;
+	}
 	if (rc != 0)
 		snprintf(why, whylen, "%s: %s", c, sub);
+	else
+		o->help_topic = "";
 	return rc;
 }

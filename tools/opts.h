@@ -9,7 +9,15 @@
 
 #include "../bench/bench.h" /* struct nc_bench_opts: what the bench runs */
 
-enum nc_cmd { NC_CMD_HELP, NC_CMD_INFO, NC_CMD_NOW, NC_CMD_CHECK, NC_CMD_BENCH, NC_CMD_TRACE };
+enum nc_cmd {
+	NC_CMD_HELP,    /* print the help of `help_topic` on stdout, exit 0 */
+	NC_CMD_VERSION, /* nanoclock --version */
+	NC_CMD_INFO,
+	NC_CMD_NOW,
+	NC_CMD_CHECK,
+	NC_CMD_BENCH,
+	NC_CMD_TRACE, /* tools/trace.c parses the rest, its --help included */
+};
 
 struct nc_info_opts {
 	int json;
@@ -31,6 +39,9 @@ struct nc_check_opts {
 
 struct nc_tool_opts {
 	int cmd;
+	/* NC_CMD_HELP: whose help ("" the tool's, "check", "bench init", ...:
+	 * a static string, see tools/help.c) */
+	const char *help_topic;
 	struct nc_info_opts info;
 	struct nc_now_opts now;
 	struct nc_check_opts check;
@@ -39,13 +50,22 @@ struct nc_tool_opts {
 
 /* Each parses the arguments after its subcommand's name (argv[0] is the
  * first option).  0 and *o filled, or -1 with a one-line reason in why[]
- * that names the option (the caller prefixes "nanoclock <command>: "). */
+ * that names the option (the caller prefixes "nanoclock <command>: ").
+ * -h or --help anywhere among them is not an option but a request for the
+ * command's help: nc_parse_command looks for it first (nc_arg_is_help). */
 int nc_parse_info(int argc, char *const *argv, struct nc_info_opts *o, char *why, size_t whylen);
 int nc_parse_now(int argc, char *const *argv, struct nc_now_opts *o, char *why, size_t whylen);
 int nc_parse_check(int argc, char *const *argv, struct nc_check_opts *o, char *why, size_t whylen);
 int nc_parse_bench(int argc, char *const *argv, struct nc_bench_opts *o, char *why, size_t whylen);
 /* The whole command line (argv[0] is the program).  On error why[] starts
- * with the command ("check: --probes: ..."). */
+ * with the command ("check: --probes: ...").  No command, "help", -h or
+ * --help: NC_CMD_HELP with help_topic ""; "help CMD [SUB]" and
+ * "CMD [SUB] ... --help": CMD's (SUB's) help; --version: NC_CMD_VERSION. */
 int nc_parse_command(int argc, char *const *argv, struct nc_tool_opts *o, char *why, size_t whylen);
+/* 1 if s is -h or --help */
+int nc_arg_is_help(const char *s);
+/* The help topic of `bench`'s subcommand name ("bench init"), or NULL for an
+ * unknown name (tools/bench_opts.c). */
+const char *nc_bench_help_topic(const char *sub);
 
 #endif

@@ -1,0 +1,42 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# scripts/install-test-deps with apt-get, dpkg-query and the compiler
+# replaced by stubs (nothing is installed): it names what it installs, one
+# package per word, and asks apt-get for exactly those packages.
+#   tests/test_install_deps.sh
+set -u
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir "$tmp/bin"
+# apt-get records its arguments; dpkg-query knows no package; the compiler
+# cannot link cmocka; id says root (no sudo)
+cat > "$tmp/bin/apt-get" <<STUB
+#!/bin/sh
+echo "\$*" >> "$tmp/apt.log"
+STUB
+printf '#!/bin/sh\nexit 1\n' > "$tmp/bin/dpkg-query"
+printf '#!/bin/sh\nexit 1\n' > "$tmp/bin/nocc"
+printf '#!/bin/sh\necho 0\n' > "$tmp/bin/id"
+chmod +x "$tmp/bin/"*
+pass=0
+fail=0
+# case WANT-MESSAGE WANT-PACKAGES ARGS...
+case_() {
+	want=$1 pkgs=$2
+	shift 2
+	: > "$tmp/apt.log"
+	PATH="$tmp/bin:$PATH" CC=nocc scripts/install-test-deps "$@" 2> "$tmp/err" > /dev/null
+	msg=$(grep 'installing' "$tmp/err")
+	got=$(grep '^install' "$tmp/apt.log" | sed 's/.*DPkg::Lock::Timeout=600 //')
+	if [ "$msg" = "$want" ] && [ "$got" = "$pkgs" ]; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "FAIL: install-test-deps $*: said '$msg' (want '$want'), installed '$got' (want '$pkgs')"
+	fi
+}
+case_ "install-test-deps: installing libcmocka-dev" "libcmocka-dev"
+case_ "install-test-deps: installing scdoc cmake" "scdoc cmake" scdoc cmake
+echo "tests/test_install_deps.sh: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -455,9 +455,14 @@ static void test_hostile_paths(void **state)
 	expect_lines("trace demo > /dev/full", 1, st, 1, "write error");
 #ifndef NC_SANITIZED
 	/* threads that cannot start (address space for ~8 of 128 stacks): one
-	 * line, exit 1, no hang */
-	st = run("ulimit -v 200000; timeout 60 %s trace demo %s --threads 64 --items 100000", tool, w);
-	expect_lines("demo under ulimit -v", 1, st, 1, "cannot start thread");
+	 * line, exit 1, no hang; not under an emulator, which needs the
+	 * address space itself (qemu-user: "mmap stack: Cannot allocate memory") */
+	const char *emu = getenv("NC_TEST_RUN");
+	if (!(emu && emu[0])) {
+		st = run("ulimit -v 200000; timeout 60 %s trace demo %s --threads 64 --items 100000",
+			 tool, w);
+		expect_lines("demo under ulimit -v", 1, st, 1, "cannot start thread");
+	}
 #endif
 	/* a FIFO with no writer: refused at once */
 	unlink(w);

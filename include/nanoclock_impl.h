@@ -43,17 +43,18 @@ extern "C" {
 #define NC_IMPL_KIND_RDTIME 6   /* RISC-V rdtime, ordered with fence */
 #define NC_IMPL_KIND_CALL 7     /* through a function: OS clock, own counter */
 
-/* One copy of a timeline.  For counter values t with d = t - t0 < len
- * (unsigned), its value is c0 + floor(d * (mul_int + mul_frac / 2^64)):
- * d is computed for the range check anyway, and a counter that wraps
- * within an epoch stays right.  Any other t (past the end, or behind the
- * start), or len == 0 (the counter is not read inline) sends the reader
- * into the library. */
+/* One copy of a timeline.  For counter values t with t - t0 < len
+ * (unsigned), its value is c0 + floor(t * (mul_int + mul_frac / 2^64))
+ * modulo 2^64: the absolute form keeps the subtraction of t0 off the path
+ * from the counter read to the result (it only feeds the range check).
+ * An epoch never spans the counter's wrap (the library ends it there).
+ * Any other t (past the end, or behind the start), or len == 0 (the
+ * counter is not read inline) sends the reader into the library. */
 struct nc_impl_copy {
 	uint64_t kind;     /* NC_IMPL_KIND_*: how the counter is read */
 	uint64_t t0;       /* first counter value of the epoch */
 	uint64_t len;      /* epoch length in ticks (0: not inline) */
-	uint64_t c0;       /* the value at t0 */
+	uint64_t c0;       /* the value at counter value 0 (mod 2^64) */
 	uint64_t mul_int;  /* ns per tick in this epoch: integer part ... */
 	uint64_t mul_frac; /* ... and fraction, in units of 2^-64 */
 	uint64_t span;     /* the epoch's length for the library (len is 0
@@ -345,13 +346,12 @@ static inline __attribute__((always_inline)) int nc_impl_read(const struct nc_im
 	NC_IMPL_RFENCE(); /* pairs with the writer's release fence after it changed seq */
 	if (NC_IMPL_UNLIKELY((s & 1) | (s ^ NC_IMPL_LD(l->seq))))
 		return 0;
-	uint64_t d = t - t0;
-	if (NC_IMPL_UNLIKELY(d >= len))
+	if (NC_IMPL_UNLIKELY(t - t0 >= len))
 		return 0;
-	uint64_t r = c0 + nc_impl_mulhi(d, mf, &lo);
+	uint64_t r = c0 + nc_impl_mulhi(t, mf, &lo);
 	(void)lo;
 	if (NC_IMPL_UNLIKELY(mi != 0)) /* counters of 1 GHz and slower */
-		r += d * mi;
+		r += t * mi;
 	*v = r;
 	return 1;
 }

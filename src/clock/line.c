@@ -2,7 +2,9 @@
 /* Epochs and their publication.
  *
  * A line holds one epoch: for counter values t in [t0, t0 + span) the
- * value is c0 + floor((t - t0) * m), m = ns per tick as a 64.64 number.  A refresh
+ * value is c0 + floor(t * m) modulo 2^64, m = ns per tick as a 64.64
+ * number; an epoch ends at the counter's wrap at the latest (publication
+ * caps it), so that the form holds across its whole span.  A refresh
  * starts the next epoch at L = t0 + span with the value the old one had at
  * L, exactly as readers computed it: values are continuous at L, every
  * slope is positive, so the line never decreases (Unix time adds steps of
@@ -32,14 +34,33 @@ static uint64_t floor_mul(uint64_t t, uint64_t mi, uint64_t mf)
 	return t * mi + nc_impl_mulhi(t, mf, &lo);
 }
 
-/* Relative to t0, either way: behind t0 the line extended back (a stamp
- * taken before the epoch, converted with its tie). */
 uint64_t nc__epoch_value(const struct nc__epoch *e, uint64_t t)
 {
+	return e->c0 + floor_mul(t, e->mi, e->mf);
+}
+
+uint64_t nc__epoch_extended(const struct nc__epoch *e, uint64_t t)
+{
 	uint64_t d = t - e->t0;
-	if ((int64_t)d >= 0)
-		return e->c0 + floor_mul(d, e->mi, e->mf);
-	return e->c0 - floor_mul(-d, e->mi, e->mf);
+	if ((int64_t)d < 0 || d < e->span)
+		return nc__epoch_value(e, t);
+	return nc__epoch_end_value(e) + floor_mul(d - e->span, e->mi, e->mf);
+}
+
+uint64_t nc__c0_for(uint64_t L, uint64_t V, uint64_t mi, uint64_t mf)
+{
+	return V - floor_mul(L, mi, mf);
+}
+
+/* The value at the epoch's end.  An epoch that ends exactly at the
+ * counter's wrap (line publication caps it there) ends at 2^64, whose
+ * product with m is 2^64 * mi + mf: mf, modulo 2^64. */
+uint64_t nc__epoch_end_value(const struct nc__epoch *e)
+{
+	uint64_t L = e->t0 + e->span;
+	if (L == 0 && e->t0 != 0)
+		return e->c0 + e->mf;
+	return nc__epoch_value(e, L);
 }
 
 /* m - m/256 in 64.64: the slowest slope a refresh may follow m with
@@ -82,7 +103,7 @@ uint64_t nc__epoch_overdue(const struct nc__epoch *e, uint64_t t)
 {
 	uint64_t L = e->t0 + e->span, mi, mf, past = t - L, h = ticks_for_ns(e, HORIZON_NS);
 	slope_min(e->mi, e->mf, &mi, &mf);
-	return nc__epoch_value(e, L) + floor_mul(past < h ? past : h, mi, mf);
+	return nc__epoch_end_value(e) + floor_mul(past < h ? past : h, mi, mf);
 }
 
 uint64_t nc__epoch_ceiling(const struct nc__epoch *e)
@@ -106,7 +127,10 @@ void nc__line_publish(struct nc_impl_line *l, uint64_t kind, int inline_ok, cons
 		nc__debug_fail("epoch published with span %llu and a zero slope",
 			       (unsigned long long)e->span);
 #endif
-	struct nc_impl_copy c = {kind, e->t0, inline_ok ? e->span : 0, e->c0, e->mi, e->mf, e->span};
+	uint64_t span = e->span;
+	if (e->t0 + span < e->t0) /* it would span the counter's wrap: end there */
+		span = -e->t0;
+	struct nc_impl_copy c = {kind, e->t0, inline_ok ? span : 0, e->c0, e->mi, e->mf, span};
 	nc__latch_write_line(l, &c);
 }
 

@@ -11,12 +11,18 @@
 #define NC_NO_END (UINT64_MAX >> 1) /* an epoch that never ends (an exact-rate OS
 				       clock); half the range, so that "behind" stays visible */
 
-/* For counter values t in [t0, t0 + span): c0 + floor((t - t0) * m), m =
- * ns per tick as 64.64 (mi + mf / 2^64): c0 is the value at t0. */
+/* For counter values t in [t0, t0 + span): c0 + floor(t * m) mod 2^64, m
+ * = ns per tick as 64.64 (mi + mf / 2^64). */
 struct nc__epoch {
 	uint64_t t0, span, c0, mi, mf;
 };
 NC_HIDDEN uint64_t nc__epoch_value(const struct nc__epoch *e, uint64_t t);
+/* c0 that makes the line pass through value V at counter value L */
+NC_HIDDEN uint64_t nc__c0_for(uint64_t L, uint64_t V, uint64_t mi, uint64_t mf);
+/* e's line at t, extended past its end (past the counter's wrap too) */
+NC_HIDDEN uint64_t nc__epoch_extended(const struct nc__epoch *e, uint64_t t);
+/* the value at the epoch's end (at the counter's wrap too) */
+NC_HIDDEN uint64_t nc__epoch_end_value(const struct nc__epoch *e);
 NC_HIDDEN int nc__slope_from_ns(double ns_per_tick, struct nc__epoch *e);
 /* e's slope raised to the slowest a successor of old may have */
 NC_HIDDEN void nc__clamp_slope(const struct nc__epoch *old, struct nc__epoch *e);

@@ -95,7 +95,7 @@ void nc__now_start(void)
 	uint64_t now = nc__counter_read();
 	true_slope(&e);
 	e.t0 = cal->anchor_tick;
-	e.c0 = (uint64_t)cal->anchor_ns;
+	e.c0 = nc__c0_for(e.t0, (uint64_t)cal->anchor_ns, e.mi, e.mf);
 	now_line.first_epoch_ns = now_line.epoch_ns = 4.0 * (double)cal->window_ns;
 	e.span = (now - e.t0) + (uint64_t)(now_line.epoch_ns * nc__rate_true_hz() / 1e9);
 	struct nc__bracket b = {cal->anchor_tick, cal->anchor_ns, 0};
@@ -127,7 +127,7 @@ static void retie(const struct nc__epoch *old, uint64_t t, const struct nc__brac
 	uint64_t d = t - old->t0;
 	if ((int64_t)d >= 0 && (d < old->span || d - old->span <= nc__epoch_horizon_ticks(old)))
 		nc__clamp_slope(old, &e);
-	e.c0 = v;
+	e.c0 = nc__c0_for(e.t0, v, e.mi, e.mf);
 	e.span = (uint64_t)(now_line.epoch_ns * hz / 1e9);
 	publish(&e);
 }
@@ -160,7 +160,7 @@ static void now_refresh(const struct nc__epoch *old, uint64_t t)
 		retie(old, t, &b);
 		return;
 	}
-	uint64_t cl = nc__epoch_value(old, L);
+	uint64_t cl = nc__epoch_end_value(old);
 	/* CLOCK_MONOTONIC_RAW at L, and how far ahead of it we are: integer
 	 * differences first, absolute ns lose precision in a double */
 	uint64_t target_l = ok ? (uint64_t)b.ref - (uint64_t)llround((double)(int64_t)(b.mid - L) * rate_ns)
@@ -182,7 +182,7 @@ static void now_refresh(const struct nc__epoch *old, uint64_t t)
 	if (nc__slope_from_ns(slope, &e) != 0)
 		true_slope(&e);
 	nc__clamp_slope(old, &e); /* readers past L were handed at least this */
-	e.c0 = v;
+	e.c0 = nc__c0_for(e.t0, v, e.mi, e.mf);
 	set_lead(v == cl ? err : 0);
 	publish(&e);
 	nc__log(NC_LOG_DEBUG, "nc_now_ns epoch of %.3f s: %+.0f ns from CLOCK_MONOTONIC_RAW, "

@@ -239,7 +239,7 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 	double err = 0;
 	int step = old == NULL, set = 0;
 	if (old) {
-		err = (double)(int64_t)((uint64_t)ti.real_at_mid - nc__epoch_value(old, ti.b.mid));
+		err = (double)(int64_t)((uint64_t)ti.real_at_mid - nc__epoch_extended(old, ti.b.mid));
 		double slewable = MAX_WALL_SLEW * wall.period_ns + ti.hw;
 		if (why == WHY_SET) {
 			/* a set: a step as soon as the difference exceeds what the line
@@ -283,7 +283,7 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 		/* follow the system clock's step: from the tie, at its rate */
 		e.t0 = ti.b.mid;
 		nc__slope_from_ns(rate, &e);
-		e.c0 = (uint64_t)ti.real_at_mid;
+		e.c0 = nc__c0_for(e.t0, (uint64_t)ti.real_at_mid, e.mi, e.mf);
 		if (old && set) {
 			__atomic_store_n(&wall.steps, wall.steps + 1, __ATOMIC_RELAXED);
 			nc__log(NC_LOG_INFO, "system clock %s by %+.6f s: followed as a step",
@@ -307,10 +307,10 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 		nc__slope_from_ns(rate * (1 + fmax(-MAX_WALL_SLEW, adj)), &e);
 		if (!behind && ti.b.mid - L <= nc__epoch_horizon_ticks(old))
 			nc__clamp_slope(old, &e); /* readers past L were handed at least this */
-		e.c0 = v;
+		e.c0 = nc__c0_for(e.t0, v, e.mi, e.mf);
 	} else {
 		/* on time: continue from L, meeting the system clock a period on */
-		uint64_t cl = nc__epoch_value(old, L);
+		uint64_t cl = nc__epoch_end_value(old);
 		/* differences first: an absolute Unix time has a 256 ns ulp in a double */
 		double err_l = (double)(int64_t)((uint64_t)ti.real_at_mid - cl) +
 			       (double)(int64_t)(L - ti.b.mid) * rate;
@@ -322,7 +322,7 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 		e.t0 = L;
 		nc__slope_from_ns(rate * (1 + adj), &e);
 		nc__clamp_slope(old, &e); /* readers past L were handed at least this */
-		e.c0 = cl;
+		e.c0 = nc__c0_for(e.t0, cl, e.mi, e.mf);
 	}
 	e.span = ((int64_t)(t - e.t0) > 0 ? t - e.t0 : 0) + span;
 	publish(&e);

@@ -211,7 +211,7 @@ static int count_dir(const char *path)
 	return n;
 }
 
-static volatile int racing;
+static volatile int racing; /* read and written with __atomic builtins */
 static void *starter(void *arg)
 {
 	long k = (long)arg;
@@ -336,7 +336,7 @@ static void degraded_case(const char *how)
 /* ---- review findings: a stop from the log function on the upkeep thread,
  * two stops at once, a _Fork() while another thread holds the lock ---- */
 static pthread_t main_thread;
-static volatile int upkeep_reports, stopped_from_log, stop_rc = 99;
+static _Atomic int upkeep_reports, stopped_from_log, stop_rc = 99;
 static void stop_from_log(void *ctx, int level, const char *msg)
 {
 	(void)ctx;
@@ -387,7 +387,7 @@ static void stop_from_log_case(const char *arg)
 	CHECK(nc_upkeep_stop() == 0);
 }
 
-static volatile int slow_cb_on;
+static _Atomic int slow_cb_on;
 static void slow_log(void *ctx, int level, const char *msg)
 {
 	(void)ctx;
@@ -433,7 +433,7 @@ static void stop_stop_case(const char *arg)
 
 /* _Fork() (async-signal-safe, no atfork handlers) while another thread holds
  * the library's lock: the child's clock still runs. */
-static volatile int holding_lock, release_lock;
+static _Atomic int holding_lock, release_lock;
 static void *lock_holder(void *p)
 {
 	(void)p;
@@ -461,15 +461,24 @@ static void fork_locked_case(const char *arg)
 	fflush(NULL);
 	pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0); /* fork without atfork handlers */
 	if (pid == 0) {
-		struct timespec a, b, d = {2, 0};
-		clock_gettime(CLOCK_MONOTONIC_RAW, &a);
+		/* each read bracketed by CLOCK_MONOTONIC_RAW: the child's first
+		 * read may be slow (a sanitizer's runtime), never wrong */
+		struct timespec a0, a1, b0, b1, d = {2, 0};
+		clock_gettime(CLOCK_MONOTONIC_RAW, &a0);
 		uint64_t n0 = nc_now_ns();
+		clock_gettime(CLOCK_MONOTONIC_RAW, &a1);
 		nanosleep(&d, NULL);
-		clock_gettime(CLOCK_MONOTONIC_RAW, &b);
+		clock_gettime(CLOCK_MONOTONIC_RAW, &b0);
 		uint64_t n1 = nc_now_ns();
-		double raw = (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
-		double now = (double)(n1 - n0);
-		_exit(fabs(now - raw) < 1e6 ? 0 : 1);
+		clock_gettime(CLOCK_MONOTONIC_RAW, &b1);
+#define TS_NS(t) ((double)(t).tv_sec * 1e9 + (double)(t).tv_nsec)
+		double lo = TS_NS(b0) - TS_NS(a1), hi = TS_NS(b1) - TS_NS(a0);
+		double now = (double)(n1 - n0), slack = 100e3 + 2e9 * 1e-4; /* 100 us + 100 ppm */
+		int ok = now >= lo - slack && now <= hi + slack;
+		if (!ok)
+			fprintf(stderr, "case: child: nc_now_ns advanced %.0f ns, CLOCK_MONOTONIC_RAW %.0f to %.0f ns (first read took %.0f ns)\n",
+				now, lo, hi, TS_NS(a1) - TS_NS(a0));
+		_exit(ok ? 0 : 1);
 	}
 	CHECK(pid > 0);
 	release_lock = 1;

@@ -188,7 +188,7 @@ struct reader16 {
 	long backwards_now, backwards_unix, off_track, held;
 	long reads;
 };
-static volatile int stop_writer;
+static volatile int stop_writer; /* __atomic builtins */
 
 static void *retie_loop(void *arg)
 {
@@ -265,7 +265,7 @@ static void test_unix_readers_during_retie(void **state)
 
 /* After fork() the child's clocks work (a lock held by another thread at
  * the fork would otherwise stay held), and an upkeep thread comes back. */
-static volatile int stop_holder;
+static volatile int stop_holder; /* __atomic builtins */
 static void *holder(void *arg)
 {
 	(void)arg;

@@ -37,10 +37,13 @@ struct nc__machine {
 	const struct nc__cpuid *cpuid;
 	double cpuinfo_mhz;           /* /proc/cpuinfo "cpu MHz" of the first CPU, 0 if none */
 	int tsc_known_freq;           /* the kernel took the TSC rate from hardware/hypervisor */
+	int cpuinfo_rdtscp;           /* the kernel's flags list rdtscp: 1, 0, -1 if unread */
 	int tsc_user_disabled;        /* prctl(PR_GET_TSC): RDTSC faults in this thread */
 	char unreadable[48];          /* "/proc and /sys not readable", ... ("" if both were) */
 };
 NC_HIDDEN void nc__machine_read(struct nc__machine *m);
+/* "/proc/cpuinfo"; tests point it at a file of their own before the first call */
+NC_HIDDEN extern const char *nc__cpuinfo_path;
 
 /* ---- stated.c ---- */
 NC_HIDDEN void nc__src_set(struct nc_hz_source *s, const char *name, double hz,

@@ -68,7 +68,9 @@ void nc__counter_settle(double rate_hz)
 {
 	const struct nc_candidate *c = &current.cands[current.sel.index];
 	uint64_t kind = current.ctr->kind;
-	if (kind == NC_IMPL_KIND_TSC && current.m.cpuid->rdtscp)
+	/* RDTSCP only where the kernel lists it too: an emulator's CPUID
+	 * (valgrind's) can claim it on a CPU without it, and it then faults */
+	if (kind == NC_IMPL_KIND_TSC && current.m.cpuid->rdtscp && current.m.cpuinfo_rdtscp != 0)
 		kind = NC_IMPL_KIND_TSCP;
 	__atomic_store_n(&current.kind, kind, __ATOMIC_RELEASE);
 	current.inline_ok = nc_impl_hw(kind);

@@ -47,10 +47,12 @@ static int has_word(const char *list, const char *w)
 /* /proc/cpuinfo: the first CPU's TSC flags and "cpu MHz" (x86 prints the
  * kernel's TSC rate there when it has no APERF/MPERF: a stated source,
  * cross-checked like the others).  Only the first block is read. */
+const char *nc__cpuinfo_path = "/proc/cpuinfo";
+
 static int read_cpuinfo(struct nc__machine *m)
 {
 	struct nc_kernel_view *kv = &m->kv;
-	FILE *f = fopen("/proc/cpuinfo", "re");
+	FILE *f = fopen(nc__cpuinfo_path, "re");
 	if (!f)
 		return -1;
 	char line[4096];
@@ -78,6 +80,7 @@ static int read_cpuinfo(struct nc__machine *m)
 						 l ? " " : "", want[i]);
 				}
 			m->tsc_known_freq = has_word(p + 1, "tsc_known_freq");
+			m->cpuinfo_rdtscp = has_word(p + 1, "rdtscp");
 		} else if (strncmp(line, "processor", 9) == 0 && (have_flags || have_mhz)) {
 			break; /* the second CPU's block */
 		}
@@ -116,6 +119,7 @@ static void tsc_distrust(struct nc_kernel_view *kv)
 void nc__machine_read(struct nc__machine *m)
 {
 	memset(m, 0, sizeof(*m));
+	m->cpuinfo_rdtscp = -1;
 	struct nc_kernel_view *kv = &m->kv;
 	int sys_ok = read_line("/sys/devices/system/clocksource/clocksource0/current_clocksource",
 			       kv->clocksource, sizeof(kv->clocksource)) == 0;

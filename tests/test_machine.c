@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/* The machine's facts as the library reads them.  RDTSCP is used for the
+ * end of a measurement only where the kernel's flags list it as well as
+ * CPUID: under valgrind on a CPU without RDTSCP, valgrind's CPUID claimed
+ * it and every nc_ticks_end died of SIGILL (CI on a bhyve guest). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A copy of /proc/cpuinfo with the word rdtscp taken out of the flags. */
+static const char *cpuinfo_without_rdtscp(void)
+{
+	static char path[] = "/tmp/nc-cpuinfo-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	FILE *in = fopen("/proc/cpuinfo", "r"), *out = fdopen(fd, "w");
+	assert_non_null(in);
+	assert_non_null(out);
+	char line[8192];
+	while (fgets(line, sizeof(line), in)) {
+		char *p;
+		while ((p = strstr(line, " rdtscp")) != NULL)
+			memmove(p, p + 7, strlen(p + 7) + 1);
+		fputs(line, out);
+	}
+	fclose(in);
+	fclose(out);
+	return path;
+}
+
+struct seen {
+	uint64_t kind;
+	int tsc, cpuid_rdtscp, cpuinfo_rdtscp, ordered;
+};
+
+/* in a child that forks before this process ever calls the library (a
+ * fresh start): what the library settles on */
+static struct seen in_child(const char *cpuinfo)
+{
+	int pfd[2];
+	assert_int_equal(pipe(pfd), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (cpuinfo)
+			nc__cpuinfo_path = cpuinfo;
+		nc_init();
+		struct seen s;
+		memset(&s, 0, sizeof(s));
+		uint64_t t = nc_ticks_begin(), e = nc_ticks_end();
+		s.ordered = e >= t;
+		s.kind = nc__counter_kind();
+		s.tsc = strcmp(nc_counter_name(), "tsc") == 0;
+		const struct nc__machine *m = nc__counter_machine();
+		s.cpuid_rdtscp = m->cpuid->rdtscp;
+		s.cpuinfo_rdtscp = m->cpuinfo_rdtscp;
+		(void)!write(pfd[1], &s, sizeof(s));
+		_exit(0);
+	}
+	close(pfd[1]);
+	struct seen k;
+	assert_int_equal(read(pfd[0], &k, sizeof(k)), (ssize_t)sizeof(k));
+	close(pfd[0]);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	return k;
+}
+
+static void test_rdtscp_needs_the_kernels_word(void **state)
+{
+	(void)state;
+#if defined(__x86_64__) || defined(__i386__)
+	struct seen real = in_child(NULL);
+	if (!real.tsc)
+		skip(); /* the TSC is not the counter here */
+	assert_true(real.ordered);
+	if (!real.cpuid_rdtscp || real.cpuinfo_rdtscp != 1) {
+		/* one of them says no (valgrind on a CPU without it): never used */
+		assert_int_equal(real.kind, NC_IMPL_KIND_TSC);
+		printf("  rdtscp: CPUID %d, kernel %d: lfence;rdtsc;lfence ends\n",
+		       real.cpuid_rdtscp, real.cpuinfo_rdtscp);
+		return;
+	}
+	assert_int_equal(real.kind, NC_IMPL_KIND_TSCP);
+	const char *p = cpuinfo_without_rdtscp();
+	struct seen without = in_child(p);
+	unlink(p);
+	assert_int_equal(without.cpuinfo_rdtscp, 0);
+	assert_true(without.ordered);
+	assert_int_equal(without.kind, NC_IMPL_KIND_TSC);
+#else
+	skip();
+#endif
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rdtscp_needs_the_kernels_word),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

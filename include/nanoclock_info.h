@@ -59,6 +59,7 @@ struct nc_candidate {
 #define NC_CAND_REJECTED 0
 #define NC_CAND_USABLE 1
 #define NC_CAND_SELECTED 2
+#define NC_CAND_SKIPPED 3  /* not measured: a shared record's counter was taken */
 #define NC_MAX_CANDIDATES 12
 
 /* What the clock saw happen since it started (each refresh compares the

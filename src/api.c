@@ -15,8 +15,10 @@
 #include "clock/wall.h"
 #include "counter/counter.h"
 #include "rate/rate.h"
+#include "shared/shared.h"
 
 #include "nanoclock_info.h"
+#include "nanoclock_shared.h"
 
 #include <string.h>
 
@@ -182,6 +184,36 @@ int nc_upkeep_stop(void)
 	nc__enter();
 	nc__lock();
 	int rc = nc__upkeep_stop();
+	nc__unlock();
+	nc__leave();
+	return rc;
+}
+
+/* ---- the shared record ---- */
+int nc_get_shared_status(struct nc_shared_status *st)
+{
+	if (!st)
+		return NC_EINVAL;
+	nc__enter();
+	nc__lock();
+	nc__shared_status(st);
+	nc__unlock();
+	nc__leave();
+	return 0;
+}
+
+int nc_shared_publish(const char *path, int sync_verdict, double sync_max_shift_ns,
+		      uint32_t sync_ncpus, char *why, size_t whylen)
+{
+	char buf[192];
+	if (!why || whylen == 0) {
+		why = buf;
+		whylen = sizeof(buf);
+	}
+	why[0] = 0;
+	nc__enter();
+	nc__lock();
+	int rc = nc__shared_write(path, sync_verdict, sync_max_shift_ns, sync_ncpus, why, whylen);
 	nc__unlock();
 	nc__leave();
 	return rc;

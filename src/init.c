@@ -29,6 +29,7 @@
 #include "clock/wall.h"
 #include "counter/counter.h"
 #include "rate/rate.h"
+#include "shared/shared.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -63,7 +64,8 @@ static void read_configuration(struct nc__registered *reg)
 	nc__log_config();
 	if (init.cfg.hz_set && init.cfg.hz == 0)
 		set_status(NC_EINVAL);
-	if (init.cfg.calib_why[0] || init.cfg.unix_why[0] || init.cfg.force_why[0])
+	if (init.cfg.calib_why[0] || init.cfg.unix_why[0] || init.cfg.force_why[0] ||
+	    init.cfg.shared_why[0])
 		set_status(NC_EINVAL);
 }
 
@@ -88,11 +90,13 @@ static int calibrate_counter(struct nc__calib *cal)
 	}
 }
 
-static void decide_rate(int exact, const struct nc__calib *cal)
+static void decide_rate(int exact, int shared, const struct nc__calib *cal)
 {
 	const struct nc__counter *c = nc__counter();
 	if (exact)
 		nc__rate_set_exact(c->fixed_hz, "exact", nc__counter_resolution());
+	else if (shared)
+		nc__rate_set_shared(cal, nc__counter_resolution());
 	else
 		nc__rate_set_measured(cal, nc__counter_resolution());
 	struct nc_hz_source src[NC_MAX_HZ_SOURCES];
@@ -158,6 +162,8 @@ static void report(void)
 		nc__log(NC_LOG_WARN, "%s", init.cfg.calib_why);
 	if (init.cfg.unix_why[0])
 		nc__log(NC_LOG_WARN, "%s", init.cfg.unix_why);
+	if (init.cfg.shared_why[0])
+		nc__log(NC_LOG_WARN, "%s", init.cfg.shared_why);
 	nc__log(NC_LOG_INFO, "rate %.6f MHz +-%.3g ppm (%s%s%.3f ms); initialised in %.3f ms",
 		o.hz / 1e6, o.hz_uncertainty_ppm, o.hz_source, o.hz_measured > 0 ? "; measured over " : "",
 		o.hz_measured > 0 ? o.calib_window_ms : 0, init.init_ms);
@@ -171,13 +177,21 @@ static void do_init(void)
 	struct nc__registered reg;
 	read_configuration(&reg);
 	int64_t t_cfg = nc__mono_raw_ns();
-	nc__counter_choose(&reg, init.cfg.counter, init.cfg.counter_why);
+	char prefer[16];
+	const struct nc__machine_facts *facts = nc__shared_look(&init.cfg, prefer);
+	if (facts)
+		nc__counter_machine_from(facts);
+	else
+		nc__counter_machine_read();
+	nc__counter_choose(&reg, init.cfg.counter, init.cfg.counter_why, prefer[0] ? prefer : NULL);
 	set_status(nc__counter_status()); /* the forced counter comes first */
 	int64_t t_sel = nc__mono_raw_ns();
 	struct nc__calib cal;
-	int exact = calibrate_counter(&cal);
+	/* a trusted shared record replaces the calibration */
+	int shared = nc__shared_adopt(&init.cfg, &cal);
+	int exact = shared ? 0 : calibrate_counter(&cal);
 	int64_t t_cal = nc__mono_raw_ns();
-	decide_rate(exact, &cal);
+	decide_rate(exact, shared, &cal);
 	nc__counter_settle(nc__rate_true_hz());
 	nc__rate_publish();
 	nc__now_start();
@@ -185,14 +199,19 @@ static void do_init(void)
 	nc__timeline_register(&nc__now_timeline);
 	nc__timeline_register(&nc__wall_timeline);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	int64_t t_pub = nc__mono_raw_ns();
+	if (!shared && !exact)
+		nc__shared_publish_own();
 	int64_t t_end = nc__mono_raw_ns();
 	init.init_ms = (double)(t_end - t_start) / 1e6;
 	report();
 	/* where a slow start went (the machine's files, the candidates, the
 	 * calibration, the rest: stated rates, the first tie to the system clock) */
 	nc__log(NC_LOG_DEBUG, "init phases: configuration and machine %.3f ms, selection %.3f ms, "
-		"calibration %.3f ms, rate and ties %.3f ms", (double)(t_cfg - t_start) / 1e6,
-		(double)(t_sel - t_cfg) / 1e6, (double)(t_cal - t_sel) / 1e6, (double)(t_end - t_cal) / 1e6);
+		"%s %.3f ms, rate and ties %.3f ms, shared record written %.3f ms",
+		(double)(t_cfg - t_start) / 1e6, (double)(t_sel - t_cfg) / 1e6,
+		shared ? "shared record read and checked" : "calibration", (double)(t_cal - t_sel) / 1e6,
+		(double)(t_pub - t_cal) / 1e6, (double)(t_end - t_pub) / 1e6);
 	nc__unlock();
 	ran_init = 1;
 }

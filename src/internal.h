@@ -18,6 +18,7 @@
 #include "base/refclock.h"
 #include "counter/counter.h"
 #include "rate/rate.h"
+#include "shared/shared.h"
 #include "clock/events.h"
 #include "clock/line.h"
 #include "clock/now.h"

@@ -54,6 +54,8 @@ static struct seen in_child(const char *cpuinfo)
 	if (pid == 0) {
 		if (cpuinfo)
 			nc__cpuinfo_path = cpuinfo;
+		/* the machine's facts read here, not taken from a shared record */
+		setenv("NANOCLOCK_SHARED", "off", 1);
 		nc_init();
 		struct seen s;
 		memset(&s, 0, sizeof(s));

@@ -15,6 +15,7 @@
 
 #include <nanoclock.h>
 #include <nanoclock_info.h>
+#include <nanoclock_shared.h>
 #include <nanoclock_sync.h>
 
 #include <stdio.h>
@@ -50,7 +51,10 @@ static const char *src_status(int s)
 
 static const char *cand_status(int s)
 {
-	return s == NC_CAND_SELECTED ? "selected" : s == NC_CAND_USABLE ? "usable" : "rejected";
+	return s == NC_CAND_SELECTED ? "selected"
+	       : s == NC_CAND_USABLE ? "usable"
+	       : s == NC_CAND_SKIPPED ? "skipped"
+				      : "rejected";
 }
 
 static const char *tri(int v) { return v == 1 ? "yes" : v == 0 ? "no" : "unknown"; }
@@ -96,6 +100,52 @@ static void unix_status_json(const struct nc_unix_status *st, const char *p)
 	       p);
 }
 
+
+static const char *verdict_word(int v)
+{
+	return v == NC_SYNC_CONSISTENT     ? "consistent"
+	       : v == NC_SYNC_INCONSISTENT ? "inconsistent"
+	       : v == NC_SYNC_INCONCLUSIVE ? "inconclusive"
+					   : "none";
+}
+
+/* The shared record: adopted, written, or why not. */
+static void shared_text(void)
+{
+	struct nc_shared_status st;
+	nc_get_shared_status(&st);
+	printf("shared record  %s\n", st.status[0] ? st.status : "(none looked at)");
+	if (st.adopted || st.published)
+		printf("               %s %s: written by %s %u (uid %u), generation %llu, %.1f s ago; "
+		       "%.6f MHz ± %.3g ppm over %.3f s\n",
+		       st.adopted ? "adopted" : "written", st.path, st.writer, st.writer_pid,
+		       st.writer_uid, (unsigned long long)st.generation, st.age_s, st.hz / 1e6, st.ppm,
+		       st.baseline_s);
+	if (st.sync_verdict >= 0)
+		printf("               cross-CPU in the record: %s over %u CPUs, max shift %.1f ns, "
+		       "%.0f s ago\n",
+		       verdict_word(st.sync_verdict), st.sync_ncpus, st.sync_max_shift_ns, st.sync_age_s);
+}
+
+static void shared_json(void)
+{
+	struct nc_shared_status st;
+	nc_get_shared_status(&st);
+	printf(",\n  \"shared\": {\"adopted\": %d, \"published\": %d, \"path\": ", st.adopted,
+	       st.published);
+	json_str(st.path);
+	printf(", \"status\": ");
+	json_str(st.status);
+	printf(", \"writer\": ");
+	json_str(st.writer);
+	printf(", \"writer_pid\": %u, \"writer_uid\": %u, \"generation\": %llu, \"age_s\": %.3f, "
+	       "\"baseline_s\": %.6f, \"hz\": %.6f, \"ppm\": %.6g, \"sync_verdict\": ",
+	       st.writer_pid, st.writer_uid, (unsigned long long)st.generation, st.age_s, st.baseline_s,
+	       st.hz, st.ppm);
+	json_str(st.sync_verdict >= 0 ? verdict_word(st.sync_verdict) : "none");
+	printf(", \"sync_max_shift_ns\": %.3f, \"sync_ncpus\": %u}", st.sync_max_shift_ns,
+	       st.sync_ncpus);
+}
 
 static void info_json(const struct nc_info *in, const struct nc_costs *c, const char *arch)
 {
@@ -151,7 +201,7 @@ static void info_json(const struct nc_info *in, const struct nc_costs *c, const 
 		json_str(cd->what);
 		printf(", \"status\": \"%s\", \"reason\": ", cand_status(cd->status));
 		json_str(cd->reason);
-		if (cd->status != NC_CAND_REJECTED) {
+		if (cd->status == NC_CAND_USABLE || cd->status == NC_CAND_SELECTED) {
 			printf(", \"resolution_ticks\": %llu, \"resolution_ns\": %.4f, \"cost_ns\": %.3f, "
 			       "\"hz\": %.3f, \"hz_source\": ",
 			       (unsigned long long)cd->resolution_ticks, cd->resolution_ns, cd->cost_ns, cd->hz);
@@ -204,7 +254,7 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 	       "cost (ns)", "MHz (source)", "reason");
 	for (int i = 0; i < in->n_candidates; i++) {
 		const struct nc_candidate *cd = &in->candidates[i];
-		if (cd->status == NC_CAND_REJECTED)
+		if (cd->status == NC_CAND_REJECTED || cd->status == NC_CAND_SKIPPED)
 			printf("               %-20s %-9s %10s %9s %14s  %s\n", cd->name,
 			       cand_status(cd->status), "-", "-", "-", cd->reason);
 		else
@@ -237,6 +287,7 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 	printf("init           %.3f ms (calibration goal ±%.3g ppm, at most %.3g ms)%s%s\n", in->init_ms,
 	       in->calib_target_ppm, in->calib_max_ms, in->calib_status[0] ? " — " : "",
 	       in->calib_status);
+	shared_text();
 	printf("cost (ns/call) nc_ticks %.2f | nc_ticks_begin %.2f | nc_ticks_end %.2f | "
 	       "nc_now_ns %.2f | nc_ticks_to_ns %.2f\n",
 	       c->ticks, c->ticks_begin, c->ticks_end, c->now_ns, c->ticks_to_ns);
@@ -443,6 +494,7 @@ static int cmd_info(const struct nc_info_opts *io)
 	int src = nc_sync_check(&so, &sr);
 	if (json) {
 		info_json(&in, &c, arch);
+		shared_json();
 		printf(",\n  \"sync\": ");
 		sync_json(&sr, 1);
 		printf("\n}\n");
@@ -499,6 +551,8 @@ int main(int argc, char **argv)
 	 * rest of its command line itself */
 	if (o.cmd == NC_CMD_TRACE)
 		return nc_trace_main(argc, argv);
+	if (o.cmd == NC_CMD_DAEMON) /* it sets NANOCLOCK_SHARED before nc_init */
+		return nc_daemon_main(&o.daemon);
 	/* the cold-start child of `bench` reports its own status on stdout */
 	int init_rc = o.cmd == NC_CMD_BENCH && o.bench.sub == NC_BENCH_INIT_ONCE ? 0 : nc_init();
 	int rc = 0;

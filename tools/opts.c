@@ -89,6 +89,43 @@ int nc_parse_check(int argc, char *const *argv, struct nc_check_opts *o, char *w
 	return 0;
 }
 
+#define DEFAULT_RECORD "/run/nanoclock/record"
+
+int nc_parse_daemon(int argc, char *const *argv, struct nc_daemon_opts *o, char *why, size_t whylen)
+{
+	o->record = DEFAULT_RECORD;
+	o->interval_s = 60;
+	o->once = 0;
+	char q[48];
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--once")) {
+			o->once = 1;
+		} else if (!strcmp(a, "--record")) {
+			if (i + 1 >= argc) {
+				snprintf(why, whylen, "--record needs a path");
+				return -1;
+			}
+			o->record = argv[++i];
+			if (o->record[0] != '/' || strlen(o->record) > 240) {
+				snprintf(why, whylen, "--record: '%s' is not an absolute path of at most 240 "
+					 "bytes", nc_arg_quote(o->record, q, sizeof(q)));
+				return -1;
+			}
+		} else if (!strcmp(a, "--interval")) {
+			if (i + 1 >= argc) {
+				snprintf(why, whylen, "--interval needs a value");
+				return -1;
+			}
+			if (nc_arg_double(a, argv[++i], 0.01, 86400, &o->interval_s, why, whylen))
+				return -1;
+		} else {
+			return unknown("daemon", a, why, whylen);
+		}
+	}
+	return 0;
+}
+
 int nc_arg_is_help(const char *s)
 {
 	return s && (!strcmp(s, "-h") || !strcmp(s, "--help"));
@@ -154,11 +191,18 @@ int nc_parse_command(int argc, char *const *argv, struct nc_tool_opts *o, char *
 		rc = o->help_topic && wants_help(argc - 2, argv + 2)
 			     ? 1
 			     : nc_parse_bench(argc - 2, argv + 2, &o->bench, sub, sizeof(sub));
+	} else if (!strcmp(c, "daemon")) {
+		o->help_topic = "daemon";
+		o->cmd = NC_CMD_DAEMON;
+		rc = wants_help(argc - 2, argv + 2)
+			     ? 1
+			     : nc_parse_daemon(argc - 2, argv + 2, &o->daemon, sub, sizeof(sub));
 	} else if (!strcmp(c, "trace")) {
 		o->cmd = NC_CMD_TRACE; /* its options and its --help: tools/trace.c */
 		return 0;
 	} else {
-		snprintf(why, whylen, "unknown command '%s': info, now, check, bench or trace (nanoclock --help)",
+		snprintf(why, whylen, "unknown command '%s': info, now, check, bench, trace or daemon "
+			 "(nanoclock --help)",
 			 nc_arg_quote(c, q, sizeof(q)));
 		return -1;
 	}

@@ -17,6 +17,7 @@ enum nc_cmd {
 	NC_CMD_CHECK,
 	NC_CMD_BENCH,
 	NC_CMD_TRACE, /* tools/trace.c parses the rest, its --help included */
+	NC_CMD_DAEMON,
 };
 
 struct nc_info_opts {
@@ -37,6 +38,12 @@ struct nc_check_opts {
 	int json;
 };
 
+struct nc_daemon_opts {
+	const char *record;  /* the record's path (argv's) */
+	double interval_s;   /* between writes */
+	int once;            /* write once and exit */
+};
+
 struct nc_tool_opts {
 	int cmd;
 	/* NC_CMD_HELP: whose help ("" the tool's, "check", "bench init", ...:
@@ -46,6 +53,7 @@ struct nc_tool_opts {
 	struct nc_now_opts now;
 	struct nc_check_opts check;
 	struct nc_bench_opts bench;
+	struct nc_daemon_opts daemon;
 };
 
 /* Each parses the arguments after its subcommand's name (argv[0] is the
@@ -56,6 +64,9 @@ struct nc_tool_opts {
 int nc_parse_info(int argc, char *const *argv, struct nc_info_opts *o, char *why, size_t whylen);
 int nc_parse_now(int argc, char *const *argv, struct nc_now_opts *o, char *why, size_t whylen);
 int nc_parse_check(int argc, char *const *argv, struct nc_check_opts *o, char *why, size_t whylen);
+/* `nanoclock daemon` (tools/daemon.c): its exit status */
+int nc_daemon_main(const struct nc_daemon_opts *o);
+int nc_parse_daemon(int argc, char *const *argv, struct nc_daemon_opts *o, char *why, size_t whylen);
 int nc_parse_bench(int argc, char *const *argv, struct nc_bench_opts *o, char *why, size_t whylen);
 /* The whole command line (argv[0] is the program).  On error why[] starts
  * with the command ("check: --probes: ...").  No command, "help", -h or

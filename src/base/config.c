@@ -153,7 +153,7 @@ void nc__config_read(struct nc__config *c, double app_ppm, double app_ms)
 	static const char *const names[] = {"NANOCLOCK_COUNTER",      "NANOCLOCK_HZ",
 					    "NANOCLOCK_HZ_FORCE",     "NANOCLOCK_CALIB_PPM",
 					    "NANOCLOCK_CALIB_MAX_MS", "NANOCLOCK_UNIX_REFRESH_MS",
-					    "NANOCLOCK_LOG"};
+					    "NANOCLOCK_LOG",          "NANOCLOCK_SHARED"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (getenv(names[i]) && !secure_getenv(names[i])) {
 			size_t l = strlen(c->ignored);
@@ -210,6 +210,22 @@ void nc__config_read_from(struct nc__config *c, double app_ppm, double app_ms,
 		else if (!c->calib_why[0])
 			snprintf(c->calib_why, sizeof(c->calib_why), "NANOCLOCK_CALIB_MAX_MS refused: %.90s",
 				 why);
+	}
+	v = get("NANOCLOCK_SHARED", ctx);
+	if (v) {
+		if (strcmp(v, "off") == 0) {
+			c->shared_off = 1;
+		} else if (v[0] != '/' || strlen(v) >= sizeof(c->shared_path) - 8) {
+			/* relative: it would depend on the working directory; the
+			 * 8 bytes: the writer's ".new" suffix */
+			c->shared_off = 1;
+			snprintf(c->shared_why, sizeof(c->shared_why),
+				 "NANOCLOCK_SHARED refused (sharing off): '%s' is not 'off' or an absolute "
+				 "path of at most %zu bytes", nc__quote(v, q, sizeof(q)),
+				 sizeof(c->shared_path) - 9);
+		} else {
+			snprintf(c->shared_path, sizeof(c->shared_path), "%s", v);
+		}
 	}
 	v = get("NANOCLOCK_UNIX_REFRESH_MS", ctx);
 	if (v) {

@@ -28,6 +28,9 @@ struct nc__config {
 	char calib_why[128];     /* a refused calibration setting, if any */
 	double unix_refresh_ms;  /* NANOCLOCK_UNIX_REFRESH_MS, 0 if unset */
 	char unix_why[128];      /* ... refused, and why */
+	int shared_off;          /* NANOCLOCK_SHARED=off, or a refused value */
+	char shared_path[256];   /* NANOCLOCK_SHARED=PATH ("": the default places) */
+	char shared_why[160];    /* a refused NANOCLOCK_SHARED, and why ("" if none) */
 	char ignored[160];       /* variables set but ignored: the program runs with
 				    raised privileges (secure_getenv) */
 };

@@ -79,6 +79,7 @@ static int os_kclock(struct nc__kclock *k)
 struct nc__refclocks nc__ref = {os_raw, os_mono, os_real, os_boot, os_kclock};
 
 int64_t nc__mono_raw_ns(void) { return nc__ref.raw(); }
+int nc__ref_simulated(void) { return nc__ref.raw != os_raw; }
 int64_t nc__ref_io_raw(void *ctx) { return (void)ctx, nc__ref.raw(); }
 int64_t nc__ref_io_mono(void *ctx) { return (void)ctx, nc__ref.mono(); }
 

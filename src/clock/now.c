@@ -23,6 +23,7 @@
 #include "../base/log.h"
 #include "../base/refclock.h"
 #include "../counter/counter.h"
+#include "../shared/shared.h"
 
 #include <math.h>
 
@@ -96,7 +97,8 @@ void nc__now_start(void)
 	true_slope(&e);
 	e.t0 = cal->anchor_tick;
 	e.c0 = nc__c0_for(e.t0, (uint64_t)cal->anchor_ns, e.mi, e.mf);
-	now_line.first_epoch_ns = now_line.epoch_ns = 4.0 * (double)cal->window_ns;
+	/* (a shared record's window may be hours: the first epoch stays short) */
+	now_line.first_epoch_ns = now_line.epoch_ns = fmin(4.0 * (double)cal->window_ns, 80e6);
 	e.span = (now - e.t0) + (uint64_t)(now_line.epoch_ns * nc__rate_true_hz() / 1e9);
 	struct nc__bracket b = {cal->anchor_tick, cal->anchor_ns, 0};
 	nc__events_start(&b, nc__ref.boot() - (nc__mono_raw_ns() - cal->anchor_ns));
@@ -149,6 +151,8 @@ static void now_refresh(const struct nc__epoch *old, uint64_t t)
 	}
 	if (look == NC_LOOK_OK && nc__rate_refine(&b))
 		nc__events_rate_changed();
+	else if (look == NC_LOOK_OK)
+		nc__shared_after_refine();
 	int ok = b.width != UINT64_MAX;
 	double hz = nc__rate_true_hz(), rate_ns = 1e9 / hz; /* ns per tick, measured */
 	double next = look == NC_LOOK_JUMP ? now_line.first_epoch_ns

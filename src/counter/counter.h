@@ -28,6 +28,8 @@ struct nc__cpuid {
 	char hv_sig[13];
 	uint32_t leaf15[3];  /* EAX (denominator), EBX (numerator), ECX (crystal Hz) */
 	uint32_t hv_tsc_khz; /* leaf 40000010h EAX, 0 if absent */
+	char vendor[13];     /* leaf 0: "GenuineIntel", "AuthenticAMD", ... */
+	uint32_t signature;  /* leaf 1 EAX: family, model, stepping */
 };
 NC_HIDDEN const struct nc__cpuid *nc__cpuid(void);
 
@@ -42,6 +44,15 @@ struct nc__machine {
 	char unreadable[48];          /* "/proc and /sys not readable", ... ("" if both were) */
 };
 NC_HIDDEN void nc__machine_read(struct nc__machine *m);
+/* ... the part that belongs to the process, not the boot (PR_GET_TSC) */
+NC_HIDDEN void nc__machine_process(struct nc__machine *m);
+/* The facts of the boot as a shared record carries them: no pointers
+ * (cpuid NULL in m; the record is refused unless written by this very
+ * version of the library, so the layout is this one). */
+struct nc__machine_facts {
+	struct nc__machine m;
+	struct nc__cpuid cpuid;
+};
 /* "/proc/cpuinfo"; tests point it at a file of their own before the first call */
 NC_HIDDEN extern const char *nc__cpuinfo_path;
 
@@ -156,8 +167,9 @@ struct nc__selection {
 	const char *forced_by;         /* "NANOCLOCK_COUNTER", "the application" or NULL */
 	char error[192];               /* why the forced one was not used */
 };
+/* prefer: the counter a shared record names (NULL: none) */
 NC_HIDDEN void nc__select(const struct nc__machine *m, const struct nc__registered *reg,
-			  const char *env_counter, struct nc_candidate *cands, int *n,
+			  const char *env_counter, const char *prefer, struct nc_candidate *cands, int *n,
 			  struct nc__selection *sel);
 /* After the selected one failed later (calibration): pick the next best. */
 NC_HIDDEN void nc__select_next(struct nc_candidate *cands, int n, const char *why,
@@ -167,10 +179,15 @@ NC_HIDDEN void nc__select_next(struct nc_candidate *cands, int n, const char *wh
  * once at most afterwards, to CLOCK_MONOTONIC_RAW, if it stops.  Guarded
  * by nc__lib_lock; the pointer to the counter is also read without it
  * (an acquire load). ---- */
-/* Initialisation: the machine facts and the choice (env_counter: the
+/* Initialisation: the machine facts (first), then the choice (env_counter: the
  * NANOCLOCK_COUNTER value, env_why: why it was refused, or ""). */
+NC_HIDDEN void nc__counter_machine_read(void);
+/* ... or the boot's facts from a shared record (with the process's own
+ * part read again), and the facts in use for one. */
+NC_HIDDEN void nc__counter_machine_from(const struct nc__machine_facts *f);
+NC_HIDDEN void nc__counter_machine_facts(struct nc__machine_facts *f);
 NC_HIDDEN void nc__counter_choose(const struct nc__registered *reg, const char *env_counter,
-				  const char *env_why);
+				  const char *env_why, const char *prefer);
 /* 0, or NC_ENOCOUNTER when a forced counter could not be used. */
 NC_HIDDEN int nc__counter_status(void);
 /* The selected counter failed (calibration): the next best. */

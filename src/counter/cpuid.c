@@ -27,7 +27,12 @@ static void read_all(void)
 	id.valid = 1;
 	leaf(0, 0, r);
 	id.max_leaf = r[0];
+	memcpy(id.vendor, &r[1], 4);
+	memcpy(id.vendor + 4, &r[3], 4);
+	memcpy(id.vendor + 8, &r[2], 4);
+	id.vendor[12] = 0;
 	leaf(1, 0, r);
+	id.signature = r[0];
 	id.tsc = (r[3] >> 4) & 1;
 	id.hypervisor = (r[2] >> 31) & 1;
 	leaf(0x80000000u, 0, r);

@@ -26,10 +26,9 @@ static struct {
 } current;
 
 void nc__counter_choose(const struct nc__registered *reg, const char *env_counter,
-			const char *env_why)
+			const char *env_why, const char *prefer)
 {
-	nc__machine_read(&current.m);
-	nc__select(&current.m, reg, env_counter, current.cands, &current.ncand, &current.sel);
+	nc__select(&current.m, reg, env_counter, prefer, current.cands, &current.ncand, &current.sel);
 	if (env_why[0] && !current.sel.status) {
 		/* an unusable NANOCLOCK_COUNTER value forces nothing, and says so */
 		current.sel.status = NC_ENOCOUNTER;
@@ -40,6 +39,27 @@ void nc__counter_choose(const struct nc__registered *reg, const char *env_counte
 	current.status = current.sel.status;
 	current.resolution = current.cands[current.sel.index].resolution_ticks;
 	__atomic_store_n(&current.ctr, current.sel.use, __ATOMIC_RELEASE);
+}
+
+void nc__counter_machine_read(void) { nc__machine_read(&current.m); }
+
+static struct nc__cpuid facts_cpuid; /* the record's CPUID, when its facts are used */
+
+void nc__counter_machine_from(const struct nc__machine_facts *f)
+{
+	memcpy(&current.m, &f->m, sizeof(current.m)); /* padding too: a record is written whole */
+	facts_cpuid = f->cpuid;
+	current.m.cpuid = &facts_cpuid;
+	nc__machine_process(&current.m);
+}
+
+void nc__counter_machine_facts(struct nc__machine_facts *f)
+{
+	memset(f, 0, sizeof(*f));
+	memcpy(&f->m, &current.m, sizeof(f->m));
+	f->m.cpuid = NULL;
+	if (current.m.cpuid)
+		memcpy(&f->cpuid, current.m.cpuid, sizeof(f->cpuid));
 }
 
 int nc__counter_status(void) { return current.status; }

@@ -141,6 +141,12 @@ void nc__machine_read(struct nc__machine *m)
 	if (!sys_ok || !proc_ok)
 		snprintf(m->unreadable, sizeof(m->unreadable), "%s not readable",
 			 !sys_ok && !proc_ok ? "/proc and /sys" : !sys_ok ? "/sys" : "/proc");
+	nc__machine_process(m);
+}
+
+void nc__machine_process(struct nc__machine *m)
+{
+	m->tsc_user_disabled = 0;
 #if defined(__linux__) && defined(PR_GET_TSC) && (defined(__x86_64__) || defined(__i386__))
 	/* RDTSC disabled for this thread (a sandbox, a record/replay tool):
 	 * the TSC is not a candidate.  Asking beats executing and trapping. */

@@ -260,17 +260,58 @@ static int pick_forced(const struct nc__registered *reg, const char *env_counter
 	return -1;
 }
 
+/* for nc__select_next: the candidates left unmeasured */
+static const struct nc__machine *sel_machine;
+static const struct nc__counter *sel_list[NC_MAX_CANDIDATES];
+
 void nc__select(const struct nc__machine *m, const struct nc__registered *reg,
-		const char *env_counter, struct nc_candidate *cands, int *n_out,
+		const char *env_counter, const char *prefer, struct nc_candidate *cands, int *n_out,
 		struct nc__selection *sel)
 {
 	const struct nc__counter *list[NC_MAX_CANDIDATES];
 	int n = build_list(m, reg, list);
 	memset(sel, 0, sizeof(*sel));
 	memset(cands, 0, sizeof(*cands) * NC_MAX_CANDIDATES);
+	*n_out = n;
+	sel_machine = m;
+	memcpy(sel_list, list, sizeof(list));
+	/* A shared record names the counter its writer chose by measuring them
+	 * all on this machine during this boot: with nothing forced and no
+	 * counter of the application's, that one is checked as any candidate
+	 * is and taken; the OS clocks are then left unmeasured (a cold start's
+	 * largest cost after the calibration the record also saves). */
+	const struct nc__counter *hw = nc__hw_counter(m);
+	if (prefer && hw && !reg->app && reg->ntest == 0 && !(env_counter && *env_counter) &&
+	    strcmp(prefer, hw->name) == 0) {
+		int h = -1;
+		for (int i = 0; i < n; i++)
+			if (list[i] == hw)
+				h = i;
+		if (h >= 0) {
+			evaluate_one(m, list[h], &cands[h], h);
+			if (cands[h].status == NC_CAND_USABLE) {
+				for (int i = 0; i < n; i++) {
+					if (i == h)
+						continue;
+					snprintf(cands[i].name, sizeof(cands[i].name), "%s", list[i]->name);
+					snprintf(cands[i].what, sizeof(cands[i].what), "%s",
+						 list[i]->what ? list[i]->what : "");
+					cands[i].penalty_ns = list[i]->penalty_ns;
+					cands[i].status = NC_CAND_SKIPPED;
+					uses[i] = list[i];
+					ext_used[i] = 0;
+					snprintf(cands[i].reason, sizeof(cands[i].reason),
+						 "not measured: the shared record's counter (%s) was taken",
+						 prefer);
+				}
+				set_selected(cands, h, sel);
+				return;
+			}
+			memset(&cands[h], 0, sizeof(cands[h]));
+		}
+	}
 	for (int i = 0; i < n; i++)
 		evaluate_one(m, list[i], &cands[i], i);
-	*n_out = n;
 
 	int f = pick_forced(reg, env_counter, cands, n, sel);
 	if (f >= 0) {
@@ -287,5 +328,8 @@ void nc__select_next(struct nc_candidate *cands, int n, const char *why, struct 
 {
 	cands[sel->index].status = NC_CAND_REJECTED;
 	snprintf(cands[sel->index].reason, sizeof(cands[sel->index].reason), "%s", why);
+	for (int i = 0; i < n; i++) /* those a shared record let us skip: measured now */
+		if (cands[i].status == NC_CAND_SKIPPED)
+			evaluate_one(sel_machine, sel_list[i], &cands[i], i);
 	set_selected(cands, best_or_fallback(cands, n), sel);
 }

@@ -35,6 +35,7 @@ static struct {
 	int exact;            /* an OS clock: the rate is exact by definition */
 	int stated;           /* a rate the user stated is in use */
 	int forced;           /* ... kept whatever measurement says (NANOCLOCK_HZ_FORCE) */
+	int shared;           /* a shared record's rate is in use */
 	int published;        /* readers have the conversion */
 	/* the counter's own rate */
 	struct nc__calib cal; /* the latest anchor for long baselines */
@@ -75,7 +76,7 @@ void nc__rate_set_exact(double hz, const char *source, uint64_t resolution_ticks
 {
 	rate.resolution = resolution_ticks;
 	rate.exact = 1;
-	rate.stated = rate.forced = 0;
+	rate.stated = rate.forced = rate.shared = 0;
 	use(hz, 0, source);
 }
 
@@ -89,6 +90,15 @@ void nc__rate_set_measured(const struct nc__calib *c, uint64_t resolution_ticks)
 	rate.meas_window_ns = (double)c->window_ns;
 	use(c->hz, c->ppm, "measured");
 }
+
+void nc__rate_set_shared(const struct nc__calib *c, uint64_t resolution_ticks)
+{
+	nc__rate_set_measured(c, resolution_ticks);
+	rate.shared = 1;
+	use(c->hz, c->ppm, "shared");
+}
+
+double nc__rate_meas_window_ns(void) { return rate.meas_window_ns; }
 
 void nc__rate_measurement(struct nc__meas *m)
 {
@@ -175,6 +185,7 @@ int nc__rate_refine(const struct nc__bracket *b)
 		rate.meas_window_ns = (double)(b->ref - rate.cal.anchor_ns);
 		if (!rate.forced) {
 			rate.stated = 0; /* a stated rate no longer describes this counter */
+			rate.shared = 0;
 			use(hz_l, ppm_l, "measured");
 		}
 		return changed;
@@ -197,6 +208,17 @@ int nc__rate_refine(const struct nc__bracket *b)
 			rate.stated = 0;
 			nc__log(NC_LOG_WARN, "the stated rate (%s) differs from a longer measurement "
 				"by %+.1f ppm: measured %.6f MHz used", rate.source, diff, rate.meas_hz / 1e6);
+			use(rate.meas_hz, rate.meas_ppm, "measured");
+		}
+	} else if (rate.shared) {
+		/* one rate for every process that adopted the record: kept
+		 * while this process's own measurement agrees with it */
+		double diff = (rate.meas_hz / rate.hz - 1) * 1e6;
+		if (fabs(diff) > rate.meas_ppm + rate.ppm) {
+			rate.shared = 0;
+			nc__log(NC_LOG_WARN, "the shared record's rate differs from this process's "
+				"measurement by %+.3f ppm (beyond both uncertainties): measured %.6f MHz "
+				"used", diff, rate.meas_hz / 1e6);
 			use(rate.meas_hz, rate.meas_ppm, "measured");
 		}
 	} else if (rate.meas_ppm < rate.ppm) {

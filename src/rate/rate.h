@@ -99,6 +99,9 @@ NC_HIDDEN int nc__user_rate_ok(double stated_hz, const struct nc__meas *m, int f
 NC_HIDDEN void nc__rate_set_exact(double hz, const char *source, uint64_t resolution_ticks);
 /* Initialisation: the first calibration, and the counter's resolution. */
 NC_HIDDEN void nc__rate_set_measured(const struct nc__calib *c, uint64_t resolution_ticks);
+/* Initialisation: a shared record's calibration (src/shared/), kept for
+ * intervals while this process's own measurement agrees with it. */
+NC_HIDDEN void nc__rate_set_shared(const struct nc__calib *c, uint64_t resolution_ticks);
 /* Initialisation: the rates stated for the counter (cross-checked; the
  * application's, named "application", used if measurement agrees) and
  * NANOCLOCK_HZ (used if measurement agrees, or forced).  0, or
@@ -129,6 +132,8 @@ NC_HIDDEN double nc__rate_hz(void);
 NC_HIDDEN void nc__rate_conv(nc_conv_t *out);
 /* The latest measurement as evidence (nc__user_rate_ok). */
 NC_HIDDEN void nc__rate_measurement(struct nc__meas *m);
+/* The latest measurement's span (ns), 0 if none. */
+NC_HIDDEN double nc__rate_meas_window_ns(void);
 /* The anchor: the calibration's centroid (the first epoch starts there). */
 NC_HIDDEN const struct nc__calib *nc__rate_anchor(void);
 /* A stated source learnt later (the perf page): cross-checked and kept. */

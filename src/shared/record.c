@@ -1,0 +1,608 @@
+/* SPDX-License-Identifier: MIT */
+/* The shared calibration record: one rate and one tie to
+ * CLOCK_MONOTONIC_RAW for all the processes of a boot, so that a start
+ * costs a file read instead of a calibration and every process that
+ * adopted the record converts ticks the same way.
+ *
+ * The record is a small fixed-size file (struct rec), read with pread:
+ * no mapping of a file others may truncate (SIGBUS), no lock.  A writer
+ * publishes by writing a new file beside it (PATH.new, created
+ * exclusively) and renaming it over PATH: readers open one whole version
+ * or the other, and a writer killed mid-update leaves only PATH.new,
+ * which the next writer removes once it is older than STALE_NEW_S.  The
+ * generation counts the versions; the checksum catches what rename cannot
+ * (a copy cut short, bytes changed on the disk, a foreign file).
+ *
+ * Trust (adopt): a record can make a process slower, never wrong.  It is
+ * opened with O_NOFOLLOW (not through a symbolic link), O_NONBLOCK (a
+ * FIFO cannot block the first call) and O_CLOEXEC, and adopted only if it
+ * is a regular file owned by root or by the process's effective user and
+ * writable by no one else, exactly one record long, of this format, intact,
+ * written during this boot (boot id) for this counter on this CPU, no less
+ * certain than the process's calibration goal, and if a bracket of the
+ * counter against CLOCK_MONOTONIC_RAW taken now lies on its line: the
+ * rate over the long baseline from the record's tie to now must agree
+ * with the record's within both uncertainties (nc__calib_extend's, which
+ * counts the tie's error, the bracket's width and the clock's quantum).
+ * Anything else: the process calibrates itself and says why.
+ *
+ * This process's view (status) is written by initialisation and by
+ * refreshes, under nc__lib_lock. */
+#include "shared.h"
+#include "../base/lock.h"
+#include "../base/log.h"
+#include "../base/refclock.h"
+#include "../counter/counter.h"
+#include "nanoclock.h"
+#include "nanoclock_shared.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#define rec nc__shared_rec
+
+#define STALE_NEW_S 10           /* a PATH.new this old: its writer died */
+#define SYSTEM_RECORD "/run/nanoclock/record"
+
+
+/* This process's view, guarded by nc__lib_lock. */
+static struct {
+	int looked, adopted, published;
+	char path[256];          /* adopted, written, or the last looked at */
+	char own_path[256];      /* where this process publishes ("" : nowhere) */
+	char status[384];
+	struct rec r;            /* the record adopted or written */
+	int have_r;
+	struct rec cand;         /* the first record that passed load_record ... */
+	int cand_i;              /* ... and its place (-1: none) */
+	char boot[40];           /* this boot's id, read once (have_ids) */
+	char cpu_text[32];       /* the CPU as the last record written named it */
+	int have_ids;
+} sh;
+
+static const char MAGIC[8] = {'N', 'C', 'S', 'H', 'A', 'R', 'E', 'D'};
+
+static uint64_t fnv1a(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static uint64_t rec_sum(const struct rec *r) { return fnv1a(r, offsetof(struct rec, checksum)); }
+uint64_t nc__shared_checksum(const struct nc__shared_rec *r) { return rec_sum(r); }
+
+/* The boot id: 0, or -1 when unreadable (then nothing is shared: a
+ * record from another boot could not be told apart). */
+static int boot_id(char out[40])
+{
+	memset(out, 0, 40);
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, out, 39);
+	close(fd);
+	if (n < 32)
+		return -1;
+	out[n] = 0;
+	char *nl = strchr(out, '\n');
+	if (nl)
+		memset(nl, 0, (size_t)(40 - (nl - out)));
+	return 0;
+}
+
+static void cpu_identity(char out[32], const struct nc__cpuid *c)
+{
+	memset(out, 0, 32);
+	if (c->valid) {
+		snprintf(out, 32, "%s %08x", c->vendor, (unsigned)c->signature);
+		return;
+	}
+	struct utsname u;
+	snprintf(out, 32, "%.31s", uname(&u) == 0 ? u.machine : "unknown");
+}
+
+/* Reasons where the caller wants them: a refresh (why NULL) formats none,
+ * snprintf not being async-signal-safe. */
+#define SAY(...)                                       \
+	do {                                           \
+		if (why)                               \
+			snprintf(why, len, __VA_ARGS__); \
+	} while (0)
+
+/* Once, at initialisation: a refresh may later run in a signal handler. */
+static int ids(void)
+{
+	if (!sh.have_ids) {
+		if (boot_id(sh.boot) != 0)
+			return -1;
+		sh.have_ids = 1;
+	}
+	return 0;
+}
+
+/* strncpy without its missing terminator: async-signal-safe, unlike snprintf */
+static void copy(char *dst, size_t n, const char *src)
+{
+	size_t l = strlen(src);
+	if (l >= n)
+		l = n - 1;
+	memcpy(dst, src, l);
+	memset(dst + l, 0, n - l);
+}
+
+/* Sharing is for the machine's own hardware counter, measured against the
+ * real CLOCK_MONOTONIC_RAW: not for an OS clock (exact already), an
+ * application's counter, or a test's simulated world. */
+static int shareable(char *why, size_t len)
+{
+	const struct nc__counter *c = nc__counter();
+	if (nc__ref_simulated()) {
+		SAY("the reference clocks are simulated (a test)");
+		return 0;
+	}
+	if (c->fixed_hz > 0) {
+		SAY("the counter (%s) is an OS clock: its rate is exact", c->name);
+		return 0;
+	}
+	if (c != nc__hw_counter(nc__counter_machine())) {
+		SAY("the counter (%s) is not the machine's own", c->name);
+		return 0;
+	}
+	return 1;
+}
+
+/* The user's own record: $XDG_RUNTIME_DIR (a directory only the user can
+ * write, on tmpfs), else /dev/shm with the effective uid in the name. */
+static void user_path(char *out, size_t len)
+{
+	const char *x = secure_getenv("XDG_RUNTIME_DIR");
+	if (x && x[0] == '/' && strlen(x) < len - 32)
+		snprintf(out, len, "%s/nanoclock-record", x);
+	else
+		snprintf(out, len, "/dev/shm/nanoclock-%u", (unsigned)geteuid());
+}
+
+/* Reads the record at path and checks all that does not need the counter:
+ * 1, or 0 with why. */
+static int load_record(const char *path, const struct nc__config *cfg, struct rec *r, char *why,
+		       size_t len)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			snprintf(why, len, "none");
+		else if (errno == ELOOP)
+			snprintf(why, len, "refused: a symbolic link");
+		else
+			snprintf(why, len, "refused: cannot open (%s)", strerror(errno));
+		return 0;
+	}
+	struct stat st;
+	ssize_t n = -1;
+	char extra;
+	if (fstat(fd, &st) != 0) {
+		snprintf(why, len, "refused: cannot stat (%s)", strerror(errno));
+	} else if (!S_ISREG(st.st_mode)) {
+		snprintf(why, len, "refused: not a regular file (%s)",
+			 S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a directory"
+										 : "a device or socket");
+	} else if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		snprintf(why, len, "refused: owned by uid %u (neither root nor this user)",
+			 (unsigned)st.st_uid);
+	} else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(why, len, "refused: writable by others (mode %04o)",
+			 (unsigned)(st.st_mode & 07777));
+	} else if (st.st_size != (off_t)sizeof(*r)) {
+		snprintf(why, len, "refused: %lld bytes, a record is %zu (truncated or not a record)",
+			 (long long)st.st_size, sizeof(*r));
+	} else if ((n = pread(fd, r, sizeof(*r), 0)) != (ssize_t)sizeof(*r) ||
+		   pread(fd, &extra, 1, (off_t)sizeof(*r)) != 0) {
+		snprintf(why, len, "refused: read %zd bytes, a record is %zu", n, sizeof(*r));
+		n = -1;
+	}
+	close(fd);
+	if (n != (ssize_t)sizeof(*r))
+		return 0;
+
+	if (memcmp(r->magic, MAGIC, sizeof(MAGIC)) != 0 || r->size != sizeof(*r)) {
+		snprintf(why, len, "refused: not a nanoclock record");
+		return 0;
+	}
+	if (r->version != REC_VERSION) {
+		snprintf(why, len, "refused: record version %u, this library reads %u", r->version,
+			 REC_VERSION);
+		return 0;
+	}
+	if (rec_sum(r) != r->checksum) {
+		snprintf(why, len, "refused: checksum does not match (corrupt)");
+		return 0;
+	}
+	r->boot_id[39] = r->counter[15] = r->cpu[31] = r->writer[15] = 0;
+	if (ids() != 0) {
+		snprintf(why, len, "refused: this boot's id is unreadable");
+		return 0;
+	}
+	if (strcmp(sh.boot, r->boot_id) != 0) {
+		snprintf(why, len, "refused: written during another boot");
+		return 0;
+	}
+	if (strcmp(r->lib_version, nc_version()) != 0 || r->facts_size != sizeof(r->facts)) {
+		snprintf(why, len, "refused: written by nanoclock %.15s, this is %s", r->lib_version,
+			 nc_version());
+		return 0;
+	}
+	if (!nc__hz_valid(r->hz) || !(r->ppm > 0 && r->ppm < 1e3) || !(r->worst_ppm >= 0) ||
+	    !(r->sigma_ns >= 0 && r->sigma_ns < 1e9) || !(r->anchor_sd_ns >= 0 && r->anchor_sd_ns < 1e9) ||
+	    r->accept_width == 0 || r->window_ns <= 0) {
+		snprintf(why, len, "refused: values out of range");
+		return 0;
+	}
+	if (r->ppm > cfg->calib_ppm) {
+		snprintf(why, len, "refused: its uncertainty (+-%.3g ppm) is above this process's goal "
+			 "(%.3g ppm)", r->ppm, cfg->calib_ppm);
+		return 0;
+	}
+	return 1;
+}
+
+/* The record against the counter chosen: 1 with its calibration in *out,
+ * or 0 with why. */
+static int check_line(const struct rec *r, struct nc__calib *out, char *why, size_t len)
+{
+	const struct nc__counter *c = nc__counter();
+	if (strcmp(c->name, r->counter) != 0) {
+		snprintf(why, len, "refused: for counter %.15s, this process uses %s", r->counter, c->name);
+		return 0;
+	}
+	/* the check: the record's line against a bracket taken now */
+	struct nc__calib k;
+	memset(&k, 0, sizeof(k));
+	k.hz = r->hz;
+	k.ppm = r->ppm;
+	k.worst_ppm = r->worst_ppm;
+	k.sigma_ns = r->sigma_ns;
+	k.anchor_sd_ns = r->anchor_sd_ns;
+	k.min_width = r->min_width;
+	k.accept_width = r->accept_width;
+	k.anchor_tick = r->anchor_tick;
+	k.anchor_ns = r->anchor_ns;
+	k.window_ns = r->window_ns;
+	struct nc__calib_io io = {NULL, nc__counter_io_read, nc__ref_io_raw};
+	struct nc__bracket b;
+	double hz_now = 0, ppm_now = 0;
+	int ok = -1;
+	for (int i = 0; i < 3 && ok != 0; i++) {
+		nc__take_bracket(&io, 16, &b);
+		ok = nc__calib_extend(&k, &b, &hz_now, &ppm_now);
+	}
+	if (ok != 0) {
+		snprintf(why, len, "refused: no bracket taken now fits its tie (the counter is behind "
+			 "the tie, or brackets are wider than the record's)");
+		return 0;
+	}
+	double diff = (hz_now / r->hz - 1) * 1e6;
+	if (fabs(diff) > ppm_now + r->ppm) {
+		snprintf(why, len, "refused: the counter now is off its line: %+.3f ppm over %.3f s "
+			 "(allowed %.3f)", diff, (double)(b.ref - r->anchor_ns) / 1e9, ppm_now + r->ppm);
+		return 0;
+	}
+	*out = k;
+	return 1;
+}
+
+static void status_add(const char *fmt_path, const char *what)
+{
+	size_t l = strlen(sh.status);
+	snprintf(sh.status + l, sizeof(sh.status) - l, "%s%s: %s", l ? "; " : "", fmt_path, what);
+}
+
+/* The places, in order: NANOCLOCK_SHARED's path alone, or the system's
+ * record then the user's. */
+static int places(const struct nc__config *cfg, const char *out[2])
+{
+	if (cfg->shared_path[0]) {
+		out[0] = cfg->shared_path;
+		return 1;
+	}
+	out[0] = SYSTEM_RECORD;
+	out[1] = sh.own_path;
+	return 2;
+}
+
+const struct nc__machine_facts *nc__shared_look(const struct nc__config *cfg, char counter[16])
+{
+	char why[192];
+	counter[0] = 0;
+	sh.looked = 1;
+	sh.cand_i = -1;
+	if (cfg->shared_off) {
+		snprintf(sh.status, sizeof(sh.status), "off (%s)",
+			 cfg->shared_why[0] ? cfg->shared_why : "NANOCLOCK_SHARED=off");
+		return NULL;
+	}
+	if (nc__ref_simulated()) {
+		snprintf(sh.status, sizeof(sh.status), "not used: the reference clocks are simulated");
+		return NULL;
+	}
+	if (cfg->shared_path[0])
+		snprintf(sh.own_path, sizeof(sh.own_path), "%s", cfg->shared_path);
+	else
+		user_path(sh.own_path, sizeof(sh.own_path));
+	const char *p[2];
+	int n = places(cfg, p);
+	for (int i = 0; i < n; i++) {
+		snprintf(sh.path, sizeof(sh.path), "%s", p[i]);
+		if (load_record(p[i], cfg, &sh.cand, why, sizeof(why))) {
+			sh.cand_i = i;
+			memcpy(counter, sh.cand.counter, 16);
+			return &sh.cand.facts;
+		}
+		status_add(p[i], why);
+		if (strncmp(why, "refused", 7) == 0)
+			nc__log(NC_LOG_INFO, "shared record %s %s", p[i], why);
+	}
+	return NULL;
+}
+
+int nc__shared_adopt(const struct nc__config *cfg, struct nc__calib *out)
+{
+	char why[192];
+	if (sh.cand_i < 0)
+		return 0;
+	if (!shareable(why, sizeof(why))) {
+		status_add(sh.path, "not used");
+		size_t l = strlen(sh.status);
+		snprintf(sh.status + l, sizeof(sh.status) - l, " (%s)", why);
+		return 0;
+	}
+	const char *p[2];
+	int n = places(cfg, p);
+	for (int i = sh.cand_i; i < n; i++) {
+		struct rec r;
+		snprintf(sh.path, sizeof(sh.path), "%s", p[i]);
+		int ok = i == sh.cand_i ? (r = sh.cand, 1) : load_record(p[i], cfg, &r, why, sizeof(why));
+		if (ok && check_line(&r, out, why, sizeof(why))) {
+			sh.adopted = sh.have_r = 1;
+			sh.r = r;
+			memcpy(sh.cpu_text, r.cpu, sizeof(sh.cpu_text));
+			status_add(p[i], "adopted");
+			return 1;
+		}
+		status_add(p[i], why);
+		if (strncmp(why, "refused", 7) == 0)
+			nc__log(NC_LOG_INFO, "shared record %s %s", p[i], why);
+	}
+	return 0;
+}
+
+/* The record of this process's rate and tie. */
+static int fill(struct rec *r, int sync_verdict, double shift_ns, uint32_t ncpus, char *why,
+		size_t len)
+{
+	memset(r, 0, sizeof(*r));
+	if (!shareable(why, len))
+		return NC_EINVAL;
+	if (ids() != 0) {
+		SAY("this boot's id is unreadable");
+		return NC_ESYS;
+	}
+	memcpy(r->boot_id, sh.boot, sizeof(r->boot_id));
+	copy(r->lib_version, sizeof(r->lib_version), nc_version());
+	r->facts_size = sizeof(r->facts);
+	nc__counter_machine_facts(&r->facts);
+	if (why) { /* (snprintf: not on a refresh's path) */
+		cpu_identity(r->cpu, &r->facts.cpuid);
+		memcpy(sh.cpu_text, r->cpu, sizeof(sh.cpu_text));
+	} else
+		memcpy(r->cpu, sh.cpu_text, sizeof(r->cpu));
+	const struct nc__calib *a = nc__rate_anchor();
+	struct nc__meas m;
+	nc__rate_measurement(&m);
+	memcpy(r->magic, MAGIC, sizeof(MAGIC));
+	r->version = REC_VERSION;
+	r->size = sizeof(*r);
+	copy(r->counter, sizeof(r->counter), nc__counter()->name);
+	r->hz = m.hz;
+	r->ppm = m.ppm;
+	r->worst_ppm = a->worst_ppm > m.ppm ? a->worst_ppm : m.ppm;
+	r->sigma_ns = a->sigma_ns;
+	r->anchor_sd_ns = a->anchor_sd_ns;
+	r->accept_width = a->accept_width;
+	r->min_width = a->min_width;
+	r->anchor_tick = a->anchor_tick;
+	r->anchor_ns = a->anchor_ns;
+	r->window_ns = (int64_t)nc__rate_meas_window_ns();
+	r->written_raw_ns = nc__mono_raw_ns();
+	r->written_real_ns = nc__clock_ns(CLOCK_REALTIME);
+	r->writer_uid = (uint32_t)geteuid();
+	r->writer_pid = (uint32_t)getpid();
+	r->sync_verdict = sync_verdict;
+	r->sync_ncpus = ncpus;
+	r->sync_max_shift_ns = sync_verdict >= 0 ? shift_ns : 0;
+	r->sync_raw_ns = sync_verdict >= 0 ? r->written_raw_ns : 0;
+	if (!nc__hz_valid(r->hz) || !(r->ppm > 0) || r->window_ns <= 0 || r->accept_width == 0) {
+		SAY("this process has no measured rate to share");
+		return NC_EINVAL;
+	}
+	return 0;
+}
+
+/* PATH.new, then rename over PATH.  Async-signal-safe system calls only
+ * (a refresh may run in a signal handler). */
+static int write_rec(const char *path, struct rec *r, char *why, size_t len)
+{
+	char tmp[272];
+	size_t pl = strlen(path);
+	if (path[0] != '/' || pl + 5 > sizeof(tmp)) {
+		SAY("not an absolute path of at most %zu bytes", sizeof(tmp) - 5);
+		return NC_EINVAL;
+	}
+	memcpy(tmp, path, pl);
+	memcpy(tmp + pl, ".new", 5);
+	/* the generation follows the record being replaced, if it is one */
+	r->generation = 1;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0) {
+		struct stat st;
+		struct rec old;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == (off_t)sizeof(old) &&
+		    pread(fd, &old, sizeof(old), 0) == (ssize_t)sizeof(old) &&
+		    memcmp(old.magic, MAGIC, sizeof(MAGIC)) == 0 && rec_sum(&old) == old.checksum)
+			r->generation = old.generation + 1;
+		close(fd);
+	}
+	r->checksum = rec_sum(r);
+	for (int attempt = 0;; attempt++) {
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			break;
+		int e = errno;
+		struct stat st;
+		/* a PATH.new left by a writer that died: removed once it is old */
+		if (e == EEXIST && attempt == 0 && lstat(tmp, &st) == 0 &&
+		    time(NULL) - st.st_mtime > STALE_NEW_S && unlink(tmp) == 0)
+			continue;
+		SAY(e == EEXIST ? "another writer is busy (%s exists)" : "cannot create %s",
+			 tmp);
+		errno = e;
+		return NC_ESYS;
+	}
+	ssize_t n = write(fd, r, sizeof(*r));
+	int e = errno;
+	/* fchmod: the umask may have taken read permission away from others */
+	if (n == (ssize_t)sizeof(*r) && fchmod(fd, 0644) == 0 && close(fd) == 0) {
+		if (rename(tmp, path) == 0)
+			return 0;
+		e = errno;
+		SAY("cannot rename %s over %s", tmp, path);
+	} else {
+		if (n == (ssize_t)sizeof(*r))
+			e = errno;
+		close(fd);
+		SAY(n >= 0 && n < (ssize_t)sizeof(*r) ? "short write to %s" : "cannot write %s",
+			 tmp);
+		if (n >= 0 && n < (ssize_t)sizeof(*r))
+			e = ENOSPC;
+	}
+	unlink(tmp);
+	errno = e;
+	return NC_ESYS;
+}
+
+int nc__shared_write(const char *path, int sync_verdict, double sync_shift_ns, uint32_t sync_ncpus,
+		     char *why, size_t whylen)
+{
+	struct rec r;
+	int rc = fill(&r, sync_verdict, sync_shift_ns, sync_ncpus, why, whylen);
+	if (rc == 0) {
+		snprintf(r.writer, sizeof(r.writer), "%s", path ? "daemon" : "process");
+		const char *p = path ? path : sh.own_path;
+		char own[256];
+		if (!p[0]) {
+			user_path(own, sizeof(own));
+			p = own;
+		}
+		rc = write_rec(p, &r, why, whylen);
+		if (rc == 0) {
+			sh.published = sh.have_r = 1;
+			sh.adopted = 0;
+			sh.r = r;
+			snprintf(sh.path, sizeof(sh.path), "%s", p);
+		}
+	}
+	return rc;
+}
+
+void nc__shared_publish_own(void)
+{
+	if (sh.adopted || !sh.own_path[0])
+		return;
+	char why[192];
+	struct rec r;
+	if (fill(&r, -1, 0, 0, why, sizeof(why)) == 0) {
+		snprintf(r.writer, sizeof(r.writer), "process");
+		if (write_rec(sh.own_path, &r, why, sizeof(why)) == 0) {
+			sh.published = sh.have_r = 1;
+			sh.r = r;
+			snprintf(sh.path, sizeof(sh.path), "%s", sh.own_path);
+			status_add(sh.own_path, "written by this process");
+			return;
+		}
+	}
+	char msg[240];
+	snprintf(msg, sizeof(msg), "not written: %s", why);
+	status_add(sh.own_path, msg);
+}
+
+void nc__shared_after_refine(void)
+{
+	if (!sh.have_r || !sh.own_path[0] || nc__rate_remeasuring())
+		return;
+	/* only the record this process adopted or wrote at its own path, and
+	 * only for a measurement four times as certain over a second or more */
+	if (strcmp(sh.path, sh.own_path) != 0)
+		return;
+	struct nc__meas m;
+	nc__rate_measurement(&m);
+	if (!(m.ppm > 0 && m.ppm * 4 <= sh.r.ppm && nc__rate_meas_window_ns() >= 1e9))
+		return;
+	const struct nc__calib *a = nc__rate_anchor();
+	if (a->anchor_tick != sh.r.anchor_tick || a->anchor_ns != sh.r.anchor_ns)
+		return; /* re-anchored since: not the same line */
+	struct rec r;
+	if (fill(&r, sh.r.sync_verdict, sh.r.sync_max_shift_ns, sh.r.sync_ncpus, NULL, 0) != 0)
+		return;
+	r.sync_raw_ns = sh.r.sync_raw_ns;
+	memcpy(r.writer, "process", 8);
+	if (write_rec(sh.own_path, &r, NULL, 0) == 0) {
+		sh.r = r;
+		sh.published = 1;
+	}
+}
+
+void nc__shared_status(struct nc_shared_status *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->adopted = sh.adopted;
+	st->published = sh.published;
+	snprintf(st->path, sizeof(st->path), "%s", sh.looked ? sh.path : "");
+	snprintf(st->status, sizeof(st->status), "%s", sh.status);
+	st->sync_verdict = -1;
+	if (!sh.have_r)
+		return;
+	const struct rec *r = &sh.r;
+	snprintf(st->writer, sizeof(st->writer), "%s", r->writer);
+	st->writer_uid = r->writer_uid;
+	st->writer_pid = r->writer_pid;
+	st->generation = r->generation;
+	int64_t now = nc__mono_raw_ns();
+	st->age_s = (double)(now - r->written_raw_ns) / 1e9;
+	st->baseline_s = (double)r->window_ns / 1e9;
+	st->hz = r->hz;
+	st->ppm = r->ppm;
+	st->sync_verdict = r->sync_verdict;
+	st->sync_ncpus = r->sync_ncpus;
+	st->sync_max_shift_ns = r->sync_max_shift_ns;
+	st->sync_age_s = r->sync_verdict >= 0 ? (double)(now - r->sync_raw_ns) / 1e9 : 0;
+}
+
+int nc__shared_identity(uint32_t *pid, uint32_t *uid, uint64_t *generation)
+{
+	if (!sh.have_r)
+		return 0;
+	*pid = sh.r.writer_pid;
+	*uid = sh.r.writer_uid;
+	*generation = sh.r.generation;
+	return 1;
+}

@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: MIT */
+/* The shared calibration record (src/shared/record.c): processes that
+ * adopt one record convert ticks identically; every record that must not
+ * be trusted is refused with its reason, and the process still has a
+ * working clock; writers that die or race never leave a record that a
+ * reader takes wrongly.  Every probe is a fresh process (a fork before
+ * this process ever initialises the library) with NANOCLOCK_SHARED set. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "internal.h"
+#include "nanoclock_shared.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char dir[64];
+static char path[128];
+
+/* what a fresh process saw */
+struct seen {
+	int init_rc, adopted, published;
+	char source[32];
+	char status[384];
+	double hz, ppm;
+	uint64_t conv[8];    /* nc_ticks_to_ns of fixed values */
+	int clock_ok;        /* nc_now_ns advances and sits on CLOCK_MONOTONIC_RAW */
+	int64_t raw_off_ns;
+};
+
+static const uint64_t values[8] = {1, 1000, 123456789, 1ull << 32, 987654321012ull,
+				   1ull << 40, 3ull << 44, 1ull << 50};
+
+static int64_t raw_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* A fresh process with NANOCLOCK_SHARED=env (NULL: unset). */
+static struct seen probe(const char *env)
+{
+	int pfd[2];
+	assert_int_equal(pipe(pfd), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		alarm(20); /* a FIFO or a lock must never hold the first call */
+		if (env)
+			setenv("NANOCLOCK_SHARED", env, 1);
+		else
+			unsetenv("NANOCLOCK_SHARED");
+		struct seen s;
+		memset(&s, 0, sizeof(s));
+		s.init_rc = nc_init();
+		struct nc_shared_status st;
+		nc_get_shared_status(&st);
+		s.adopted = st.adopted;
+		s.published = st.published;
+		snprintf(s.status, sizeof(s.status), "%s", st.status);
+		snprintf(s.source, sizeof(s.source), "%s", nc_ticks_per_second_source());
+		s.hz = nc_ticks_per_second();
+		s.ppm = nc_ticks_per_second_uncertainty_ppm();
+		for (int i = 0; i < 8; i++)
+			s.conv[i] = nc_ticks_to_ns(values[i]);
+		/* the clock works: advances, and within 100 us of MONOTONIC_RAW */
+		int64_t best = INT64_MAX;
+		uint64_t prev = nc_now_ns();
+		s.clock_ok = 1;
+		for (int i = 0; i < 50; i++) {
+			int64_t a = raw_ns();
+			uint64_t v = nc_now_ns();
+			int64_t b = raw_ns();
+			if (v < prev)
+				s.clock_ok = 0;
+			prev = v;
+			if (b - a < best) {
+				best = b - a;
+				s.raw_off_ns = (int64_t)v - (a + b) / 2;
+			}
+		}
+		if (llabs(s.raw_off_ns) > 100000)
+			s.clock_ok = 0;
+		(void)!write(pfd[1], &s, sizeof(s));
+		_exit(0);
+	}
+	close(pfd[1]);
+	struct seen s;
+	memset(&s, 0, sizeof(s));
+	ssize_t n = read(pfd[0], &s, sizeof(s));
+	close(pfd[0]);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || n != (ssize_t)sizeof(s))
+		fail_msg("probe with NANOCLOCK_SHARED=%s died (status 0x%x)", env ? env : "(unset)", st);
+	return s;
+}
+
+static int hw_counter(void)
+{
+	/* the shared record is for the machine's own counter only */
+	struct seen s = probe("off");
+	return strcmp(s.source, "measured") == 0;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/nc-shared-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/record", dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char p[160];
+	unlink(path);
+	snprintf(p, sizeof(p), "%s.new", path);
+	unlink(p);
+	rmdir(dir);
+	return 0;
+}
+
+static void fresh(void)
+{
+	char p[160];
+	unlink(path);
+	snprintf(p, sizeof(p), "%s.new", path);
+	unlink(p);
+}
+
+/* a record at path written by a fresh process */
+static void write_record(void)
+{
+	fresh();
+	struct seen w = probe(path);
+	assert_int_equal(w.published, 1);
+	assert_string_equal(w.source, "measured");
+}
+
+static void read_rec(struct nc__shared_rec *r)
+{
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, r, sizeof(*r)), (ssize_t)sizeof(*r));
+	close(fd);
+}
+
+static void write_rec_file(const struct nc__shared_rec *r, int fix_sum)
+{
+	struct nc__shared_rec c = *r;
+	if (fix_sum)
+		c.checksum = nc__shared_checksum(&c);
+	unlink(path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, &c, sizeof(c)), (ssize_t)sizeof(c));
+	close(fd);
+	chmod(path, 0644);
+}
+
+/* refused, with reason `why` in the status, and a working clock */
+static void expect_refused(const char *why)
+{
+	struct seen s = probe(path);
+	if (s.adopted || !strstr(s.status, why))
+		fail_msg("expected refusal '%s', got adopted=%d status '%s'", why, s.adopted, s.status);
+	assert_string_equal(s.source, "measured");
+	assert_true(s.clock_ok);
+	print_message("  refused: %s\n", s.status);
+}
+
+static void test_two_processes_convert_identically(void **state)
+{
+	(void)state;
+	if (!hw_counter())
+		skip();
+	fresh();
+	struct seen a = probe(path), b = probe(path), c = probe(path);
+	assert_int_equal(a.published, 1);
+	assert_int_equal(a.adopted, 0);
+	assert_string_equal(a.source, "measured");
+	assert_int_equal(b.adopted, 1);
+	assert_int_equal(c.adopted, 1);
+	assert_string_equal(b.source, "shared");
+	assert_string_equal(c.source, "shared");
+	/* the same rate to the bit, the same nanoseconds for every value */
+	assert_memory_equal(&a.hz, &b.hz, sizeof(double));
+	assert_memory_equal(&b.hz, &c.hz, sizeof(double));
+	assert_memory_equal(a.conv, b.conv, sizeof(a.conv));
+	assert_memory_equal(b.conv, c.conv, sizeof(b.conv));
+	assert_true(b.clock_ok && c.clock_ok);
+	print_message("  %s: %.6f MHz +-%.3f ppm in all three; offsets from MONOTONIC_RAW %lld, "
+		      "%lld, %lld ns\n", b.status, b.hz / 1e6, b.ppm, (long long)a.raw_off_ns,
+		      (long long)b.raw_off_ns, (long long)c.raw_off_ns);
+}
+
+static void test_off_and_bad_values(void **state)
+{
+	(void)state;
+	fresh();
+	struct seen s = probe("off");
+	assert_int_equal(s.adopted, 0);
+	assert_int_equal(s.published, 0);
+	assert_non_null(strstr(s.status, "off"));
+	assert_int_equal(access(path, F_OK), -1);
+	s = probe("relative/path");
+	assert_int_equal(s.init_rc, NC_EINVAL);
+	assert_non_null(strstr(s.status, "refused"));
+	assert_true(s.clock_ok);
+}
+
+static void test_refuses_others_and_writable(void **state)
+{
+	(void)state;
+	if (!hw_counter())
+		skip();
+	write_record();
+	assert_int_equal(chmod(path, 0666), 0);
+	expect_refused("writable by others (mode 0666)");
+	assert_int_equal(chmod(path, 0620), 0);
+	expect_refused("writable by others (mode 0620)");
+	assert_int_equal(chmod(path, 0644), 0);
+	if (geteuid() == 0) {
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		expect_refused("owned by uid 65534");
+	} else {
+		print_message("  (not root: a record of another user's is not made here)\n");
+	}
+}
+
+static void test_refuses_other_boot_counter_corrupt(void **state)
+{
+	(void)state;
+	if (!hw_counter())
+		skip();
+	write_record();
+	struct nc__shared_rec r, m;
+	read_rec(&r);
+	assert_int_equal(nc__shared_checksum(&r), r.checksum);
+
+	m = r;
+	m.boot_id[0] = m.boot_id[0] == 'a' ? 'b' : 'a';
+	write_rec_file(&m, 1);
+	expect_refused("another boot");
+
+	m = r;
+	snprintf(m.counter, sizeof(m.counter), "cntvct");
+	write_rec_file(&m, 1);
+	expect_refused("for counter cntvct");
+
+	m = r;
+	snprintf(m.lib_version, sizeof(m.lib_version), "0.1.0");
+	write_rec_file(&m, 1);
+	expect_refused("written by nanoclock 0.1.0");
+
+	m = r;
+	m.hz *= 1.0000001; /* one bit of the rate, checksum left as it was */
+	write_rec_file(&m, 0);
+	expect_refused("checksum");
+
+	m = r;
+	m.ppm = 5; /* above the default 1 ppm goal */
+	write_rec_file(&m, 1);
+	expect_refused("above this process's goal");
+
+	m = r;
+	m.hz = NAN;
+	write_rec_file(&m, 1);
+	expect_refused("out of range");
+
+	/* a rate 50 ppm off that claims +-0.5: the bracket taken now finds it */
+	usleep(50000);
+	m = r;
+	m.hz *= 1 + 50e-6;
+	m.ppm = 0.5;
+	write_rec_file(&m, 1);
+	expect_refused("off its line");
+
+	/* a tie 1 ms off */
+	m = r;
+	m.anchor_ns += 1000000;
+	write_rec_file(&m, 1);
+	expect_refused("off its line");
+}
+
+static void test_refuses_truncated_fifo_symlink(void **state)
+{
+	(void)state;
+	if (!hw_counter())
+		skip();
+	write_record();
+	assert_int_equal(truncate(path, 100), 0);
+	expect_refused("100 bytes");
+	write_record();
+	int fd = open(path, O_WRONLY | O_APPEND);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "x", 1), 1);
+	close(fd);
+	expect_refused("bytes, a record is");
+
+	/* a FIFO nobody writes: refused at once, never waited on */
+	fresh();
+	assert_int_equal(mkfifo(path, 0600), 0);
+	expect_refused("a FIFO");
+	unlink(path);
+
+	/* a symbolic link to a good record */
+	char target[160];
+	snprintf(target, sizeof(target), "%s/real", dir);
+	write_record();
+	assert_int_equal(rename(path, target), 0);
+	assert_int_equal(symlink(target, path), 0);
+	expect_refused("symbolic link");
+	unlink(path);
+	unlink(target);
+
+	/* a directory */
+	assert_int_equal(mkdir(path, 0700), 0);
+	expect_refused("a directory");
+	rmdir(path);
+}
+
+/* A writer that dies mid-update leaves PATH.new, never a torn record:
+ * fresh writers skip a recent one and remove an old one. */
+static void test_killed_writer(void **state)
+{
+	(void)state;
+	if (!hw_counter())
+		skip();
+	fresh();
+	char tmp[160];
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "NCSHA", 5), 5); /* a writer killed after 5 bytes */
+	close(fd);
+	struct seen s = probe(path);
+	assert_int_equal(s.published, 0);
+	assert_non_null(strstr(s.status, "another writer is busy"));
+	assert_true(s.clock_ok);
+	/* the same leftover a minute later: its writer is dead */
+	struct timeval old[2] = {{time(NULL) - 60, 0}, {time(NULL) - 60, 0}};
+	assert_int_equal(utimes(tmp, old), 0);
+	s = probe(path);
+	assert_int_equal(s.published, 1);
+	assert_int_equal(access(tmp, F_OK), -1);
+
+	/* writers killed at random moments, 100 times: whatever is at PATH is
+	 * adopted whole or refused with a reason; never torn */
+	srand((unsigned)getpid());
+	int adopted = 0, refused = 0;
+	for (int i = 0; i < 100; i++) {
+		pid_t w = fork();
+		assert_true(w >= 0);
+		if (w == 0) {
+			setenv("NANOCLOCK_SHARED", "off", 1);
+			nc_init();
+			for (;;)
+				nc_shared_publish(path, -1, 0, 0, NULL, 0);
+		}
+		usleep((useconds_t)(rand() % 3000));
+		kill(w, SIGKILL);
+		waitpid(w, NULL, 0);
+		if (i % 10 == 9) {
+			struct seen r = probe(path);
+			assert_true(r.clock_ok);
+			if (r.adopted)
+				adopted++;
+			else
+				refused++;
+			if (!r.adopted)
+				print_message("  after a kill: %s\n", r.status);
+		}
+		/* a leftover PATH.new from this kill: aged so the next writer may go */
+		if (access(tmp, F_OK) == 0)
+			utimes(tmp, old);
+	}
+	print_message("  10 readers after writers were killed: %d adopted, %d refused\n", adopted,
+		      refused);
+	assert_true(adopted >= 1);
+}
+
+/* 32 processes start at once while a writer rewrites the record every
+ * millisecond: each adopts it or calibrates, none dies, every clock works,
+ * and the adopters agree on the rate within the record's uncertainty. */
+static void test_many_at_once(void **state)
+{
+	(void)state;
+	if (!hw_counter())
+		skip();
+	write_record();
+	pid_t w = fork();
+	assert_true(w >= 0);
+	if (w == 0) {
+		setenv("NANOCLOCK_SHARED", "off", 1);
+		nc_init();
+		for (;;) {
+			nc_shared_publish(path, -1, 0, 0, NULL, 0);
+			usleep(1000);
+		}
+	}
+	enum { N = 32 };
+	int pfd[N][2];
+	pid_t kids[N];
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(pipe(pfd[i]), 0);
+		kids[i] = fork();
+		assert_true(kids[i] >= 0);
+		if (kids[i] == 0) {
+			close(pfd[i][0]);
+			alarm(20);
+			setenv("NANOCLOCK_SHARED", path, 1);
+			struct seen s;
+			memset(&s, 0, sizeof(s));
+			s.init_rc = nc_init();
+			struct nc_shared_status st;
+			nc_get_shared_status(&st);
+			s.adopted = st.adopted;
+			snprintf(s.status, sizeof(s.status), "%s", st.status);
+			s.hz = nc_ticks_per_second();
+			s.ppm = nc_ticks_per_second_uncertainty_ppm();
+			uint64_t a = nc_now_ns();
+			usleep(1000);
+			s.clock_ok = nc_now_ns() > a;
+			(void)!write(pfd[i][1], &s, sizeof(s));
+			_exit(0);
+		}
+		close(pfd[i][1]);
+	}
+	int adopted = 0;
+	double lo = INFINITY, hi = -INFINITY, ppm = 0;
+	for (int i = 0; i < N; i++) {
+		struct seen s;
+		ssize_t n = read(pfd[i][0], &s, sizeof(s));
+		close(pfd[i][0]);
+		int st;
+		assert_int_equal(waitpid(kids[i], &st, 0), kids[i]);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0 && n == (ssize_t)sizeof(s));
+		assert_int_equal(s.init_rc, 0);
+		assert_true(s.clock_ok);
+		if (s.adopted) {
+			adopted++;
+			lo = fmin(lo, s.hz);
+			hi = fmax(hi, s.hz);
+			ppm = fmax(ppm, s.ppm);
+		} else {
+			print_message("  not adopted: %s\n", s.status);
+		}
+	}
+	kill(w, SIGKILL);
+	waitpid(w, NULL, 0);
+	print_message("  %d of %d adopted; their rates span %.3f ppm (uncertainty %.3f)\n", adopted, N,
+		      adopted ? (hi / lo - 1) * 1e6 : 0.0, ppm);
+	assert_true(adopted >= N / 2);
+	assert_true((hi / lo - 1) * 1e6 <= 2 * ppm);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_two_processes_convert_identically),
+		cmocka_unit_test(test_off_and_bad_values),
+		cmocka_unit_test(test_refuses_others_and_writable),
+		cmocka_unit_test(test_refuses_other_boot_counter_corrupt),
+		cmocka_unit_test(test_refuses_truncated_fifo_symlink),
+		cmocka_unit_test(test_killed_writer),
+		cmocka_unit_test(test_many_at_once),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

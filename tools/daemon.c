@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/* `nanoclock daemon`: keeps a shared calibration record fresh for every
+ * process of the machine (docs/shared-clock.md).
+ *
+ * It reads the record it keeps (NANOCLOCK_SHARED=its path), so that a
+ * restart continues the same tie and its ever longer baseline; runs the
+ * cross-CPU check once per boot (or carries the verdict the record has);
+ * then every interval reads the clock — a refresh measures the rate over
+ * the baseline from the tie to now — and rewrites the record.  SIGTERM
+ * and SIGINT end it with status 0, SIGHUP rewrites at once.  The signals
+ * are blocked and taken with sigtimedwait: no handler, nothing
+ * interrupted. */
+#include "opts.h"
+#include "nanoclock.h"
+#include "nanoclock_shared.h"
+#include "nanoclock_sync.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* The record's directory, one level (/run/nanoclock), made if missing. */
+static int make_dir(const char *path)
+{
+	char d[256];
+	snprintf(d, sizeof(d), "%s", path);
+	char *slash = strrchr(d, '/');
+	if (!slash || slash == d)
+		return 0;
+	*slash = 0;
+	struct stat st;
+	if (stat(d, &st) == 0)
+		return 0;
+	if (mkdir(d, 0755) != 0 && errno != EEXIST) {
+		fprintf(stderr, "nanoclock daemon: cannot make %s: %s\n", d, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int nc_daemon_main(const struct nc_daemon_opts *o)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	/* before nc_init: threads the library starts inherit the mask */
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (make_dir(o->record) != 0)
+		return 1;
+	setenv("NANOCLOCK_SHARED", o->record, 1);
+	int rc = nc_init();
+	if (rc != 0)
+		fprintf(stderr, "nanoclock daemon: nc_init: %s (continuing on the defaults)\n",
+			nc_strerror(rc));
+	struct nc_shared_status st;
+	nc_get_shared_status(&st);
+	int verdict = -1;
+	double shift_ns = 0;
+	uint32_t ncpus = 0;
+	if (st.adopted && st.sync_verdict >= 0) {
+		verdict = st.sync_verdict;
+		shift_ns = st.sync_max_shift_ns;
+		ncpus = st.sync_ncpus;
+	} else {
+		static struct nc_sync_report r; /* large */
+		if (nc_sync_check(NULL, &r) == 0) {
+			verdict = r.verdict;
+			shift_ns = r.bounded ? r.max_shift_ns : INFINITY;
+			ncpus = (uint32_t)r.ncpus;
+		}
+	}
+	printf("nanoclock daemon: %s %s; cross-CPU %s\n", st.adopted ? "continuing" : "starting",
+	       o->record,
+	       verdict == NC_SYNC_CONSISTENT     ? "consistent"
+	       : verdict == NC_SYNC_INCONSISTENT ? "inconsistent"
+	       : verdict == NC_SYNC_INCONCLUSIVE ? "inconclusive"
+						 : "not checked");
+	fflush(stdout);
+	double said_ppm = INFINITY;
+	int failing = 0;
+	for (;;) {
+		(void)nc_now_ns(); /* a due refresh refines the rate first */
+		char why[192];
+		if (nc_shared_publish(o->record, verdict, shift_ns, ncpus, why, sizeof(why)) != 0) {
+			int e = errno;
+			if (!failing || o->once)
+				fprintf(stderr, "nanoclock daemon: record not written: %s%s%s\n", why,
+					e ? ": " : "", e ? strerror(e) : "");
+			failing = 1;
+			if (o->once)
+				return 1;
+		} else {
+			failing = 0;
+			double ppm = nc_ticks_per_second_uncertainty_ppm();
+			nc_get_shared_status(&st);
+			/* a line when the uncertainty has halved: a handful a day */
+			if (o->once || st.ppm <= said_ppm / 2) {
+				printf("nanoclock daemon: wrote %s generation %llu: %.6f MHz +-%.3g ppm "
+				       "(baseline %.1f s); in use here +-%.3g ppm\n",
+				       o->record, (unsigned long long)st.generation, st.hz / 1e6, st.ppm,
+				       st.baseline_s, ppm);
+				fflush(stdout);
+				said_ppm = st.ppm;
+			}
+		}
+		if (o->once)
+			return 0;
+		struct timespec ts = {(time_t)o->interval_s,
+				      (long)((o->interval_s - floor(o->interval_s)) * 1e9)};
+		int sig = sigtimedwait(&set, NULL, &ts);
+		if (sig == SIGTERM || sig == SIGINT) {
+			printf("nanoclock daemon: stopped by %s\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+			return 0;
+		}
+	}
+}

@@ -248,6 +248,9 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 	if RUN="$(RUN)" ./tests/test_cli.sh ./$(TOOL); then pass=$$((pass+1)); \
 	else fail=$$((fail+1)); echo "FAILED: tests/test_cli.sh"; fi; \
 	if [ -z "$(RUN)" ]; then \
+		echo "== tests/test_daemon.sh"; \
+		if ./tests/test_daemon.sh ./$(TOOL); then pass=$$((pass+1)); \
+		else fail=$$((fail+1)); echo "FAILED: tests/test_daemon.sh"; fi; \
 		echo "== tests/test_trace_export.sh (babeltrace2, protoc, DevTools' model)"; \
 		if ./tests/test_trace_export.sh ./$(TOOL) ./$(B)/examples/trace_pc; then pass=$$((pass+1)); \
 		else fail=$$((fail+1)); echo "FAILED: tests/test_trace_export.sh"; fi; \

@@ -103,7 +103,7 @@ int nc_daemon_main(const struct nc_daemon_opts *o)
 			/* a line when the uncertainty has halved: a handful a day */
 			if (o->once || st.ppm <= said_ppm / 2) {
 				printf("nanoclock daemon: wrote %s generation %llu: %.6f MHz +-%.3g ppm "
-				       "(baseline %.1f s); in use here +-%.3g ppm\n",
+				       "(baseline %.3g s); in use here +-%.3g ppm\n",
 				       o->record, (unsigned long long)st.generation, st.hz / 1e6, st.ppm,
 				       st.baseline_s, ppm);
 				fflush(stdout);

@@ -17,6 +17,7 @@
 #define USAGE_STRESS "nanoclock bench stress [--threads N] [--seconds S]"
 #define USAGE_LATENCY "nanoclock bench latency [--calls N]"
 #define USAGE_BTRACE "nanoclock bench trace [--quick]"
+#define USAGE_DAEMON "nanoclock daemon [--record PATH] [--interval SECONDS] [--once]"
 
 #define EXIT_STATUS                                                                         \
 	"exit status: 0 ok; 1 check: inconsistent, or a bench or trace failure; 2 bad command\n" \
@@ -40,11 +41,13 @@ static const char top[] =
 	"       nanoclock trace demo FILE [--threads N] [--items N] [--block-bytes N]\n"
 	"                            [--blocks N] [--overwrite] [--cputime] [--gseq]\n"
 	"                            [--sync-check]\n"
+	"       " USAGE_DAEMON "\n"
 	"       nanoclock [-h | --help | --version]\n"
 	"\n"
 	"What the nanoclock library chose on this machine (info), the time with its\n"
 	"stated error (now), whether the CPUs' counters agree (check), what it costs\n"
-	"and how accurate it is (bench), event traces (trace).\n"
+	"and how accurate it is (bench), event traces (trace), one calibration for\n"
+	"every process of the machine (daemon).\n"
 	"\n"
 	"  nanoclock COMMAND --help   a command's options and what it prints\n"
 	"  --version                  the version of the tool and library\n"
@@ -69,9 +72,40 @@ static const char info[] =
 	"               now (the tie's half-width, its age's drift, a correction being\n"
 	"               slewed); then the last tie itself: half the width of the\n"
 	"               bracket that tied the counter to CLOCK_REALTIME, and its age\n"
+	"  shared record  the shared calibration record: each place looked at and\n"
+	"               what became of it (none, adopted, refused and why, written);\n"
+	"               the record in use: its writer, generation, age, rate and\n"
+	"               baseline, and the cross-CPU verdict it carries\n"
 	"  cross-CPU    a short `nanoclock check`: see nanoclock check --help\n"
 	"\n"
 	"exit status: 0; 4 nc_init() refused a NANOCLOCK_* setting (said on stderr)\n";
+
+static const char daemon_help[] =
+	"usage: " USAGE_DAEMON "\n"
+	"\n"
+	"Keeps a shared calibration record fresh, so that every process on the\n"
+	"machine starts from it instead of calibrating (a start then costs about\n"
+	"0.1 ms) and converts ticks the same way.  It continues the record it finds\n"
+	"at PATH (same tie, ever longer baseline), runs the cross-CPU check once per\n"
+	"boot and stores its verdict, then rewrites the record every interval.\n"
+	"Processes adopt a record only if it is owned by root or by their user and\n"
+	"writable by no one else, of this boot and counter, intact, and agrees with a\n"
+	"bracket of the counter taken when they start (docs/shared-clock.md).\n"
+	"\n"
+	"options:\n"
+	"  --record PATH        the record (default /run/nanoclock/record, the system\n"
+	"                       record every process looks at first; its directory is\n"
+	"                       made if missing)\n"
+	"  --interval SECONDS   between rewrites (default 60, 0.01 to 86400)\n"
+	"  --once               write the record once and exit\n"
+	"  -h, --help           this help\n"
+	"\n"
+	"SIGTERM or SIGINT: stops, exit status 0; SIGHUP: rewrites at once.  A line\n"
+	"on stdout when it starts and when the record's uncertainty has halved.\n"
+	"\n"
+	"exit status: 0 stopped by a signal, or --once wrote the record; 1 the record\n"
+	"could not be written with --once (the reason on stderr; without --once it\n"
+	"is said once and the daemon keeps trying); 2 bad command line\n";
 
 static const char now[] =
 	"usage: " USAGE_NOW "\n"
@@ -158,9 +192,12 @@ static const char bench[] =
 static const char bench_init[] =
 	"usage: " USAGE_INIT "\n"
 	"\n"
-	"N cold processes, each after SECONDS of idle time: the time of nc_init() in\n"
-	"each, and each one's rate at init against one reference rate this process\n"
-	"measures over the whole run.\n"
+	"N runs of two cold processes, each after SECONDS of idle time, side by side:\n"
+	"unshared (NANOCLOCK_SHARED=off: it calibrates) and shared (it finds a shared\n"
+	"record that this process keeps fresh, as nanoclock daemon would).  For each:\n"
+	"the time of nc_init(), and its rate at init against one reference rate this\n"
+	"process measures over the whole run; \"within\" allows the reference's own\n"
+	"error (half its end brackets over its span) beside the stated uncertainty.\n"
 	"\n"
 	"options:\n"
 	"  --runs N          cold processes (1..100000; default 21)\n"
@@ -241,6 +278,7 @@ const char *nc_help_text(const char *topic)
 		{"bench stress", bench_stress},
 		{"bench latency", bench_latency},
 		{"bench trace", bench_trace},
+		{"daemon", daemon_help},
 	};
 	for (size_t i = 0; topic && i < sizeof(t) / sizeof(t[0]); i++)
 		if (!strcmp(topic, t[i].topic))

@@ -13,6 +13,9 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 
@@ -73,15 +76,19 @@ static void cpuinfo_mhz(struct nc_hz_source *s, const struct nc__machine *m)
 
 static void sysfs_khz(struct nc_hz_source *s)
 {
-	FILE *f = fopen("/sys/devices/system/cpu/cpu0/tsc_freq_khz", "re");
-	unsigned long long khz = 0;
-	if (!f) {
+	/* open and read, not stdio: no allocation on the first call's path */
+	int fd = open("/sys/devices/system/cpu/cpu0/tsc_freq_khz", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
 		nc__src_set(s, "sysfs-tsc_freq_khz", 0, 0, "no /sys/.../cpu0/tsc_freq_khz");
 		return;
 	}
-	int ok = fscanf(f, "%llu", &khz) == 1 && khz > 0;
-	fclose(f);
-	if (!ok)
+	char b[32];
+	ssize_t n = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	b[n > 0 ? n : 0] = 0;
+	char *end;
+	unsigned long long khz = strtoull(b, &end, 10);
+	if (end == b || khz == 0)
 		nc__src_set(s, "sysfs-tsc_freq_khz", 0, 0, "unreadable tsc_freq_khz");
 	else
 		nc__src_set(s, "sysfs-tsc_freq_khz", (double)khz * 1e3, 500, "kernel tsc_freq_khz");

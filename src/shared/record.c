@@ -190,7 +190,7 @@ static int load_record(const char *path, const struct nc__config *cfg, struct re
 	}
 	struct stat st;
 	ssize_t n = -1;
-	char extra;
+	char buf[sizeof(*r) + 1];
 	if (fstat(fd, &st) != 0) {
 		snprintf(why, len, "refused: cannot stat (%s)", strerror(errno));
 	} else if (!S_ISREG(st.st_mode)) {
@@ -206,10 +206,12 @@ static int load_record(const char *path, const struct nc__config *cfg, struct re
 	} else if (st.st_size != (off_t)sizeof(*r)) {
 		snprintf(why, len, "refused: %lld bytes, a record is %zu (truncated or not a record)",
 			 (long long)st.st_size, sizeof(*r));
-	} else if ((n = pread(fd, r, sizeof(*r), 0)) != (ssize_t)sizeof(*r) ||
-		   pread(fd, &extra, 1, (off_t)sizeof(*r)) != 0) {
+	} else if ((n = pread(fd, buf, sizeof(buf), 0)) != (ssize_t)sizeof(*r)) {
+		/* one byte more asked: a file that grew since fstat is seen */
 		snprintf(why, len, "refused: read %zd bytes, a record is %zu", n, sizeof(*r));
 		n = -1;
+	} else {
+		memcpy(r, buf, sizeof(*r));
 	}
 	close(fd);
 	if (n != (ssize_t)sizeof(*r))

@@ -1,0 +1,131 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# nanoclock daemon and the shared record it keeps, as processes see it:
+#   - --once writes a record (mode 0644) that a later process adopts
+#     (info: adopted, source shared) and a refused one names the reason;
+#   - running, it rewrites the record every interval (the generation
+#     grows), SIGHUP rewrites at once, SIGTERM and SIGINT stop it with
+#     status 0 and a line;
+#   - restarted, it continues the record it finds (same tie: "continuing",
+#     the generation goes on);
+#   - a record it cannot write: status 1 with the reason, with --once;
+#   - bad options: status 2.
+#   tests/test_daemon.sh path/to/nanoclock
+set -u
+TOOL=${1:?usage: tests/test_daemon.sh path/to/nanoclock}
+tmp=$(mktemp -d)
+dpid=
+trap '[ -n "$dpid" ] && kill -9 "$dpid" 2>/dev/null; rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok: $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+json() { # KEY of the shared object of `info --json` with NANOCLOCK_SHARED=$1
+	NANOCLOCK_SHARED=$1 "$TOOL" info --json | python3 -c "import json,sys; print(json.load(sys.stdin)['shared']['$2'])"
+}
+# the record is for the machine's own counter: elsewhere there is nothing to share
+src=$(NANOCLOCK_SHARED=off "$TOOL" info --json | python3 -c "import json,sys; print(json.load(sys.stdin)['hz_source'])")
+if [ "$src" != measured ]; then
+	echo "test_daemon: the counter's rate is '$src' here (an OS clock): nothing to share; skipped"
+	"$TOOL" daemon --once --record "$tmp/r" > "$tmp/out" 2>&1
+	st=$?
+	[ $st -eq 1 ] && grep -q "OS clock" "$tmp/out" && ok "--once on an OS clock: status 1, said why" ||
+		bad "--once on an OS clock: status $st: $(cat "$tmp/out")"
+	echo "tests/test_daemon.sh: $pass passed, $fail failed"
+	[ $fail -eq 0 ]
+	exit
+fi
+
+R=$tmp/run/record
+"$TOOL" daemon --once --record "$R" > "$tmp/out" 2> "$tmp/err"
+st=$?
+if [ $st -eq 0 ] && [ -f "$R" ] && grep -q "wrote $R generation" "$tmp/out"; then
+	ok "--once wrote $R (the directory made): $(tail -n 1 "$tmp/out")"
+else
+	bad "--once: status $st, $(cat "$tmp/out" "$tmp/err")"
+fi
+mode=$(stat -c %a "$R" 2>/dev/null)
+[ "$mode" = 644 ] && ok "the record's mode is 0644" || bad "the record's mode is $mode"
+NANOCLOCK_SHARED=$R "$TOOL" info > "$tmp/info"
+if grep -q "$R: adopted" "$tmp/info" && grep -q "(source: shared)" "$tmp/info"; then
+	ok "a later process adopts it: $(grep -A1 '^shared record' "$tmp/info" | tail -n 1 | sed 's/^ *//')"
+else
+	bad "not adopted: $(grep -A1 '^shared record\|^frequency' "$tmp/info")"
+fi
+chmod 666 "$R"
+NANOCLOCK_SHARED=$R "$TOOL" info > "$tmp/info"
+grep -q "refused: writable by others (mode 0666)" "$tmp/info" && grep -q "(source: measured)" "$tmp/info" &&
+	ok "a world-writable record is refused, the process calibrates" ||
+	bad "world-writable: $(grep '^shared record\|^frequency' "$tmp/info")"
+rm -f "$R"
+
+# running: rewrites every 0.2 s, SIGHUP at once, SIGTERM stops it
+"$TOOL" daemon --record "$R" --interval 0.2 > "$tmp/dout" 2> "$tmp/derr" &
+dpid=$!
+i=0
+while [ ! -f "$R" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 1
+g1=$(json "$R" generation)
+sleep 1
+g2=$(json "$R" generation)
+if [ -n "$g1" ] && [ -n "$g2" ] && [ "$g2" -ge $((g1 + 3)) ]; then
+	ok "rewritten every 0.2 s: generation $g1, then $g2 a second later"
+else
+	bad "generations $g1 then $g2"
+fi
+kill -TERM "$dpid"
+i=0
+while kill -0 "$dpid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+if kill -0 "$dpid" 2>/dev/null; then
+	bad "still running 5 s after SIGTERM"
+	kill -9 "$dpid"
+	wait "$dpid"
+else
+	wait "$dpid"
+	st=$?
+	[ $st -eq 0 ] && grep -q "stopped by SIGTERM" "$tmp/dout" && ok "SIGTERM: status 0, '$(tail -n 1 "$tmp/dout")'" ||
+		bad "SIGTERM: status $st, $(cat "$tmp/dout" "$tmp/derr")"
+fi
+dpid=
+
+# restarted: continues the record (same tie), SIGHUP rewrites at once, SIGINT stops
+g0=$(json "$R" generation)
+"$TOOL" daemon --record "$R" --interval 1000 > "$tmp/dout" 2> "$tmp/derr" &
+dpid=$!
+i=0
+while ! grep -q "wrote" "$tmp/dout" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+head -n 1 "$tmp/dout" | grep -q "continuing $R" && ok "restarted: $(head -n 1 "$tmp/dout")" ||
+	bad "restart: $(cat "$tmp/dout")"
+g1=$(json "$R" generation)
+[ "$g1" -eq $((g0 + 1)) ] && ok "the generation goes on: $g0 then $g1" || bad "generation $g0 then $g1"
+kill -HUP "$dpid"
+sleep 1
+g2=$(json "$R" generation)
+[ "$g2" -eq $((g1 + 1)) ] && ok "SIGHUP rewrote it at once (generation $g2)" || bad "after SIGHUP generation $g2"
+kill -INT "$dpid"
+wait "$dpid"
+st=$?
+dpid=
+[ $st -eq 0 ] && grep -q "stopped by SIGINT" "$tmp/dout" && ok "SIGINT: status 0" || bad "SIGINT: status $st"
+
+# cannot write: status 1 and why; bad options: status 2
+mkdir "$tmp/ro"
+chmod 555 "$tmp/ro"
+if [ "$(id -u)" -ne 0 ]; then
+	"$TOOL" daemon --once --record "$tmp/ro/record" > /dev/null 2> "$tmp/err"
+	st=$?
+	[ $st -eq 1 ] && grep -q "record not written: cannot create" "$tmp/err" &&
+		ok "an unwritable directory: status 1, '$(cat "$tmp/err")'" || bad "unwritable: status $st, $(cat "$tmp/err")"
+fi
+"$TOOL" daemon --once --record /proc/nanoclock-test/record > /dev/null 2> "$tmp/err"
+st=$?
+[ $st -eq 1 ] && [ -s "$tmp/err" ] && ok "a directory that cannot be made: status 1, '$(head -n 1 "$tmp/err")'" ||
+	bad "/proc: status $st, $(cat "$tmp/err")"
+for args in "--interval 0" "--interval x" "--record relative" "--record" "--bogus"; do
+	# shellcheck disable=SC2086
+	"$TOOL" daemon $args > /dev/null 2> "$tmp/err"
+	st=$?
+	[ $st -eq 2 ] && ok "daemon $args: status 2, '$(cat "$tmp/err")'" || bad "daemon $args: status $st"
+done
+echo "tests/test_daemon.sh: $pass passed, $fail failed"
+[ $fail -eq 0 ]

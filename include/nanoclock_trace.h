@@ -300,6 +300,13 @@ struct nc_trace_info {
 	uint64_t first_ticks, last_ticks;    /* earliest / latest event */
 	int64_t first_mono_ns, last_mono_ns;
 	int64_t first_unix_ns, last_unix_ns;
+	/* the shared calibration record the writer used (format 1.1; 0 and
+	 * "" in a 1.0 file): 0 none, 1 adopted, 2 written by the writer */
+	int shared;
+	unsigned shared_writer_pid, shared_writer_uid;
+	uint64_t shared_generation;
+	double shared_hz, shared_ppm;
+	char shared_path[128];
 };
 NC_API void nc_trace_read_info(const struct nc_trace_reader *r, struct nc_trace_info *out);
 

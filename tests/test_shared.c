@@ -13,6 +13,7 @@
 
 #include "internal.h"
 #include "nanoclock_shared.h"
+#include "nanoclock_trace.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -473,6 +474,44 @@ static void test_many_at_once(void **state)
 	assert_true((hi / lo - 1) * 1e6 <= 2 * ppm);
 }
 
+/* A trace file names the record its rate came from (format 1.1). */
+static void test_trace_names_the_record(void **state)
+{
+	(void)state;
+	if (!hw_counter())
+		skip();
+	write_record();
+	struct nc__shared_rec r;
+	read_rec(&r);
+	char tpath[160];
+	snprintf(tpath, sizeof(tpath), "%s/t.nct", dir);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		setenv("NANOCLOCK_SHARED", path, 1);
+		struct nc_trace *t;
+		if (nc_trace_open(&t, tpath, NULL) != 0 || nc_trace_close(t) != 0)
+			_exit(1);
+		_exit(0);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	struct nc_trace_reader *rd;
+	char why[256];
+	assert_int_equal(nc_trace_read_file(&rd, tpath, why, sizeof(why)), 0);
+	struct nc_trace_info in;
+	nc_trace_read_info(rd, &in);
+	nc_trace_read_close(rd);
+	unlink(tpath);
+	assert_int_equal(in.version_minor, 1);
+	assert_int_equal(in.shared, 1);
+	assert_string_equal(in.shared_path, path);
+	assert_int_equal(in.shared_writer_pid, r.writer_pid);
+	assert_int_equal(in.shared_generation, r.generation);
+	assert_memory_equal(&in.shared_hz, &r.hz, sizeof(double));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -483,6 +522,7 @@ int main(void)
 		cmocka_unit_test(test_refuses_truncated_fifo_symlink),
 		cmocka_unit_test(test_killed_writer),
 		cmocka_unit_test(test_many_at_once),
+		cmocka_unit_test(test_trace_names_the_record),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -125,6 +125,12 @@ void nc_trace_print_stats(FILE *f, const struct nc_trace_reader *r, const char *
 			fprintf(f, "null");
 		fprintf(f, ",\n  \"cross_cpu\": \"%s\",\n  \"cross_cpu_max_shift_ticks\": %" PRIu64 ",\n",
 			verdict_name(in.sync_verdict), in.sync_max_shift_ticks);
+		fprintf(f, "  \"shared_record\": \"%s\",\n  \"shared_record_path\": ",
+			in.shared == 1 ? "adopted" : in.shared == 2 ? "written" : "none");
+		jstr(f, in.shared_path);
+		fprintf(f, ",\n  \"shared_record_writer_pid\": %u,\n  \"shared_record_generation\": %" PRIu64
+			   ",\n",
+			in.shared_writer_pid, in.shared_generation);
 		fprintf(f, "  \"threads\": %u,\n  \"events\": %" PRIu64 ",\n  \"blocks\": %" PRIu64
 			   ",\n  \"dropped\": %" PRIu64 ",\n  \"dropped_nested\": %" PRIu64
 			   ",\n  \"dropped_late\": %" PRIu64 ",\n  \"overwritten\": %" PRIu64
@@ -193,6 +199,13 @@ void nc_trace_print_stats(FILE *f, const struct nc_trace_reader *r, const char *
 	if (in.sync_verdict >= 0)
 		fprintf(f, " (%u CPUs, max shift %" PRIu64 " ticks)", in.sync_ncpus,
 			in.sync_max_shift_ticks);
+	if (in.shared)
+		fprintf(f, "\nshared rec.  %s %s (writer pid %u, uid %u, generation %" PRIu64
+			   ": %.6f MHz ± %.3g ppm)",
+			in.shared == 1 ? "adopted" : "written", in.shared_path, in.shared_writer_pid,
+			in.shared_writer_uid, in.shared_generation, in.shared_hz / 1e6, in.shared_ppm);
+	else if (in.version_minor >= 1)
+		fprintf(f, "\nshared rec.  none");
 	fprintf(f, "\nrecording    %s mode, %u blocks of %u bytes per thread%s%s\n",
 		in.mode == NC_TRACE_OVERWRITE ? "overwrite" : "drop", in.blocks, in.block_bytes,
 		(in.flags & NC_TRACE_CPUTIME) ? ", thread CPU time per event" : "",

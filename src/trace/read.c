@@ -92,7 +92,7 @@ static int parse_domain(struct parse *ps, const unsigned char *p, size_t n, uint
 	if (ps->have_domain)
 		return fail(ps->why, ps->whylen, NC_TRACE_EFORMAT,
 			    "corrupt: a second clock-domain record at byte %llu", (unsigned long long)off);
-	if (n < NC__TR_DOMAIN_BYTES - 8)
+	if (n < NC__TR_DOMAIN_BYTES_1_0 - 8)
 		return fail(ps->why, ps->whylen, NC_TRACE_EFORMAT,
 			    "corrupt: clock-domain record of %zu bytes at byte %llu is too short", n + 8,
 			    (unsigned long long)off);
@@ -120,6 +120,19 @@ static int parse_domain(struct parse *ps, const unsigned char *p, size_t n, uint
 	in->blocks = nc__get32(p + 164);
 	in->sync_period_ticks = nc__get64(p + 168);
 	copy_str(in->host, sizeof(in->host), p + 176, 64);
+	if (n >= NC__TR_DOMAIN_BYTES - 8) { /* 1.1: the shared record the writer used */
+		in->shared = (int32_t)nc__get32(p + 240);
+		in->shared_writer_pid = nc__get32(p + 244);
+		in->shared_writer_uid = nc__get32(p + 248);
+		in->shared_generation = nc__get64(p + 256);
+		in->shared_hz = get_f64(p + 264);
+		in->shared_ppm = get_f64(p + 272);
+		copy_str(in->shared_path, sizeof(in->shared_path), p + 280, 128);
+		if (in->shared < 0 || in->shared > 2)
+			return fail(ps->why, ps->whylen, NC_TRACE_EFORMAT,
+				    "corrupt: the clock-domain record's shared-record state is %d",
+				    in->shared);
+	}
 	/* the conversion must be the one its rate gives: a reader converts
 	 * with it where no sync record reaches */
 	nc_conv_t c;

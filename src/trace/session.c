@@ -21,6 +21,7 @@
  * so no application handler ever runs on it.
  */
 #include "trace_internal.h"
+#include "nanoclock_shared.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -293,6 +294,22 @@ static void write_domain(struct nc_trace *t)
 	char host[64] = "";
 	gethostname(host, sizeof(host) - 1);
 	memcpy(p + 176, host, 63);
+	/* 1.1: which shared record the rate came from, so that files of several
+	 * processes can be seen to share one clock */
+	struct nc_shared_status sh;
+	nc_get_shared_status(&sh);
+	if (sh.adopted || sh.published) {
+		nc__put32(p + 240, sh.adopted ? 1 : 2);
+		nc__put32(p + 244, sh.writer_pid);
+		nc__put32(p + 248, sh.writer_uid);
+		nc__put64(p + 256, sh.generation);
+		memcpy(&u, &sh.hz, 8);
+		nc__put64(p + 264, u);
+		memcpy(&u, &sh.ppm, 8);
+		nc__put64(p + 272, u);
+		size_t pl = strnlen(sh.path, 127); /* cut at 127: the field's size */
+		memcpy(p + 280, sh.path, pl);
+	}
 	write_all(t, r, sizeof(r));
 }
 

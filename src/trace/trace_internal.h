@@ -22,7 +22,7 @@
  * time.c: anchors and conversion; merge.c: merged iteration. */
 #define NC__TR_MAGIC "NCTRACE\x1a"
 #define NC__TR_MAJOR 1
-#define NC__TR_MINOR 0
+#define NC__TR_MINOR 1             /* 1: the shared record in the clock-domain record */
 #define NC__TR_FILE_HDR 24          /* magic, version, header length, byte-order mark */
 #define NC__TR_BOM UINT64_C(0x0102030405060708)
 #define NC__TR_DOMAIN 1             /* record types */
@@ -33,7 +33,8 @@
 #define NC__TR_BLOCK_HDR 48         /* record header and block header */
 #define NC__TR_KIND_SYNC 0x80       /* in-block record kinds >= 0x80 are not events */
 #define NC__TR_SYNC_WORDS 7
-#define NC__TR_DOMAIN_BYTES 248     /* the records as this version writes them */
+#define NC__TR_DOMAIN_BYTES 416     /* the records as this version writes them */
+#define NC__TR_DOMAIN_BYTES_1_0 248 /* ... as version 1.0 did: the shortest read */
 #define NC__TR_THREAD_BYTES 56
 #define NC__TR_NAME_BYTES 64
 #define NC__TR_END_HEAD 32

@@ -342,6 +342,10 @@ SUBST = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@PC_RPATH@|$(PC_RPATH_FLAG)|g' -e 
 	-e 's|@VERSION@|$(VERSION)|g' -e 's|@SOVERSION@|$(SOVERSION)|g' \
 	-e "s|@SIZEOF_VOID_P@|$$(printf '' | $(CC) -dM -E - | sed -n 's/.*__SIZEOF_POINTER__ //p')|g"
 
+# The LTTng-UST clock plugin: built and installed where LTTng-UST is (after
+# SUBST, which it extends).
+include plugins/lttng-ust/plugin.mk
+
 install: all
 	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
 		$(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(BINDIR)

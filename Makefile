@@ -252,6 +252,11 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 		if ./tests/test_trace_export.sh ./$(TOOL) ./$(B)/examples/trace_pc; then pass=$$((pass+1)); \
 		else fail=$$((fail+1)); echo "FAILED: tests/test_trace_export.sh"; fi; \
 	fi; \
+	if [ -z "$(RUN)$(SANITIZE)" ]; then \
+		echo "== tests/test_lttng.sh (the LTTng-UST clock plugin: lttng-sessiond, babeltrace2)"; \
+		if CC="$(CC)" ./tests/test_lttng.sh $(B) ./$(TOOL); then pass=$$((pass+1)); \
+		else fail=$$((fail+1)); echo "FAILED: tests/test_lttng.sh"; fi; \
+	fi; \
 	echo "test programs: $$pass passed, $$fail failed"; \
 	test $$fail -eq 0
 

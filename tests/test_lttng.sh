@@ -29,9 +29,10 @@
 #   - without the plugin the clock is LTTng's own ("monotonic", uuid = the
 #     boot id): what the checks above would see if the plugin did nothing.
 # usage: tests/test_lttng.sh [BUILD_DIR [TOOL]]     (make check runs it)
-# Installs LTTng (scripts/install-test-deps lttng) if missing; skips, with
-# the reason, where it cannot (no apt, not root) or where a session daemon
-# of root's is already running and no mount namespace can hide it.
+# Installs LTTng (scripts/install-test-deps lttng) if missing, unless
+# NC_SKIP_DEPS is set; skips (exit 0, saying why, as the project's tests
+# skip) where it is still missing, or where root's session daemon is
+# already running and no mount namespace can hide it.
 # Never leaves a daemon behind: every daemon it starts is stopped on exit.
 set -u
 cd "$(dirname "$0")/.."
@@ -66,7 +67,8 @@ have_lttng() {
 }
 
 if [ -z "${NC_LTTNG_NS:-}" ]; then
-	have_lttng || ./scripts/install-test-deps lttng >/dev/null ||
+	# (NC_SKIP_DEPS: a package build, which installs nothing itself)
+	have_lttng || [ -n "${NC_SKIP_DEPS:-}" ] || ./scripts/install-test-deps lttng >/dev/null ||
 		echo "$me: could not install LTTng (liblttng-ust-dev lttng-tools babeltrace2)"
 	have_lttng || skip "LTTng-UST, lttng-tools or babeltrace2 is not installed (scripts/install-test-deps lttng)"
 	# A root session daemon lives in /run/lttng and its apps' wait page in
@@ -82,8 +84,10 @@ if [ -z "${NC_LTTNG_NS:-}" ]; then
 		fi
 	fi
 elif [ "$NC_LTTNG_NS" = 1 ]; then
-	mount -t tmpfs nc-lttng-run /run && mount -t tmpfs nc-lttng-shm /dev/shm ||
-		{ bad "cannot mount private /run and /dev/shm in the namespace"; exit 1; }
+	if ! mount -t tmpfs nc-lttng-run /run || ! mount -t tmpfs nc-lttng-shm /dev/shm; then
+		bad "cannot mount private /run and /dev/shm in the namespace"
+		exit 1
+	fi
 fi
 
 w=$(mktemp -d "${TMPDIR:-/tmp}/nc-lttng-XXXXXX")
@@ -137,6 +141,7 @@ run() {
 	shift 2
 	home=$w/$name.home
 	mkdir -p "$home"
+	# shellcheck disable=SC2030,SC2031 # each subshell sets its own
 	(
 		export LTTNG_HOME="$home"
 		[ -z "$plugin" ] || export LTTNG_UST_CLOCK_PLUGIN="$plugin"
@@ -155,6 +160,7 @@ run() {
 	daemons="$daemons $pid"
 	[ -n "$pid" ] || { bad "$name: no $pidf, and no daemon of ours found"; return 1; }
 	rc=0
+	# shellcheck disable=SC2030,SC2031
 	(
 		export LTTNG_HOME="$home"
 		set -e
@@ -170,6 +176,7 @@ run() {
 		lttng destroy >/dev/null
 	) >"$w/$name.lttng.log" 2>&1 || rc=1
 	# stop the daemon now: the next run starts its own
+	# shellcheck disable=SC2086 # one word per pid
 	stop_daemons $pid
 	daemons=""
 	if [ $rc -ne 0 ]; then
@@ -178,10 +185,12 @@ run() {
 	fi
 	meta=$(find "$w/$name.trace" -name metadata | head -1)
 	[ -n "$meta" ] || { bad "$name: no metadata in $w/$name.trace"; return 1; }
-	babeltrace2 --output-format=ctf-metadata "$(dirname "$meta")" >"$w/$name.meta" 2>"$w/$name.err" &&
-		babeltrace2 --clock-cycles "$w/$name.trace" >"$w/$name.cyc" 2>>"$w/$name.err" &&
-		babeltrace2 --clock-seconds "$w/$name.trace" >"$w/$name.sec" 2>>"$w/$name.err" ||
-		{ bad "$name: babeltrace2: $(head -3 "$w/$name.err")"; return 1; }
+	if ! babeltrace2 --output-format=ctf-metadata "$(dirname "$meta")" >"$w/$name.meta" 2>"$w/$name.err" ||
+		! babeltrace2 --clock-cycles "$w/$name.trace" >"$w/$name.cyc" 2>>"$w/$name.err" ||
+		! babeltrace2 --clock-seconds "$w/$name.trace" >"$w/$name.sec" 2>>"$w/$name.err"; then
+		bad "$name: babeltrace2: $(head -3 "$w/$name.err")"
+		return 1
+	fi
 	return 0
 }
 
@@ -223,6 +232,7 @@ check_events() {
 			d = c[i] - t[i]; if (d > maxd) maxd = d; if (mind < 0 || d < mind) mind = d
 		}
 		printf "%d %.0f %.0f\n", bad, mind, maxd }' "$w/$name.ev")
+	# shellcheck disable=SC2086 # three numbers
 	set -- $r
 	if [ "$1" -eq 0 ]; then
 		ok "$name: every stamp is nanoclock's counter, between the program's reads around it ($2..$3 ticks after the read before it), increasing"
@@ -245,7 +255,7 @@ if run plugin "$PLUGIN"; then
 	echo "  clock: name $name, uuid $uuid, freq $freq"
 	echo "  description: $desc"
 	echo "  nanoclock info: $info_counter at $info_hz Hz +-$info_ppm ppm"
-	[ "$name" = nanoclock ] && ok "plugin: the clock is named nanoclock" || bad "plugin: the clock is named '$name'"
+	if [ "$name" = nanoclock ]; then ok "plugin: the clock is named nanoclock"; else bad "plugin: the clock is named '$name'"; fi
 	if echo "$uuid" | grep -Eq '^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' &&
 		[ "$uuid" != "$boot_id" ]; then
 		ok "plugin: uuid $uuid is a version-8 uuid, not the boot id $boot_id"
@@ -348,7 +358,7 @@ if run default ""; then
 		bad "default: without the plugin the clock is '$name', uuid '$uuid4'"
 	fi
 	n=$(wc -l <"$w/default.cyc")
-	[ "$n" -eq "$N" ] && ok "default: all $N events" || bad "default: $n events"
+	if [ "$n" -eq "$N" ]; then ok "default: all $N events"; else bad "default: $n events"; fi
 fi
 
 echo "$me: $pass passed, $fail failed"

@@ -78,7 +78,7 @@ if [ -z "${NC_LTTNG_NS:-}" ]; then
 	# another test run) neither sees our program nor is disturbed.
 	if [ "$(id -u)" = 0 ]; then
 		if unshare -m --propagation private true 2>/dev/null; then
-			NC_LTTNG_NS=1 exec unshare -m --propagation private sh "$0" "$B" "$TOOL"
+			NC_LTTNG_NS=1 exec unshare -m --propagation private sh tests/test_lttng.sh "$B" "$TOOL"
 		fi
 		if [ -e /run/lttng/sessiond.pid ] || [ -S /run/lttng/client-lttng-sessiond ]; then
 			skip "root's session daemon is running (/run/lttng) and no mount namespace can be made to test beside it"

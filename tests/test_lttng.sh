@@ -27,6 +27,8 @@
 #     nanoclock's fallback) events are still stamped, at 1 GHz, inside the
 #     program's CLOCK_MONOTONIC_RAW before/after, and the description says
 #     it is an OS clock;
+#   - when nc_init() fails (NANOCLOCK_COUNTER names no counter) events are
+#     stamped all the same, and the description gives the error;
 #   - without the plugin the clock is LTTng's own ("monotonic", uuid = the
 #     boot id): what the checks above would see if the plugin did nothing.
 # usage: tests/test_lttng.sh [BUILD_DIR [TOOL]]     (make check runs it)
@@ -366,6 +368,20 @@ if run os "$PLUGIN" NANOCLOCK_COUNTER=clock_monotonic_raw; then
 	else
 		bad "os: stamps outside the program's CLOCK_MONOTONIC_RAW [$m0, $m1]"
 	fi
+fi
+
+# ---- nc_init() fails (a forced counter that does not exist): the library
+# runs on its own best counter, and the plugin with it ----
+if run initfail "$PLUGIN" NANOCLOCK_COUNTER=no_such_counter; then
+	name=$(clock_field initfail name)
+	desc=$(clock_field initfail description)
+	echo "  description: $desc"
+	case $desc in
+	*"nc_init failed ("*) ok "initfail: the clock is $name, the description says nc_init failed" ;;
+	*) bad "initfail: description '$desc' (want the nc_init error)" ;;
+	esac
+	[ "$name" = nanoclock ] || bad "initfail: the clock is '$name'"
+	check_events initfail
 fi
 
 # ---- without the plugin: LTTng's own clock (so the checks above can fail) ----

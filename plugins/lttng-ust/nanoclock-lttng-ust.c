@@ -167,20 +167,21 @@ NC_EXPORT void lttng_ust_clock_plugin_init(void)
 
 	/* CTF metadata puts the description between double quotes: none of
 	 * the strings below can contain one (counter names are identifiers). */
-	const char *why = err ? "; nc_init: " : "", *what = err ? nc_strerror(err) : "";
+	const char *why = err ? "; nc_init failed (" : "", *what = err ? nc_strerror(err) : "",
+		   *then = err ? "), nanoclock runs on its own choice" : "";
 	int n;
 	if (is_os_clock(counter))
 		n = snprintf(plugin_description, sizeof plugin_description,
-			     "nanoclock counter %s, an OS clock read through a call, not inline%s%s: "
-			     "%llu Hz, +-%.3g ppm, rate %s",
-			     counter, why, what, (unsigned long long)plugin_hz, ppm,
-			     nc_ticks_per_second_source());
+			     "nanoclock counter %s, an OS clock read through a call, not inline: "
+			     "%llu Hz, +-%.3g ppm, rate %s%s%s%s",
+			     counter, (unsigned long long)plugin_hz, ppm, nc_ticks_per_second_source(),
+			     why, what, then);
 	else
 		n = snprintf(plugin_description, sizeof plugin_description,
-			     "nanoclock counter %s read inline%s%s: %llu Hz (rounded to 1 Hz), "
-			     "+-%.3g ppm, rate %s",
-			     counter, why, what, (unsigned long long)plugin_hz, ppm,
-			     nc_ticks_per_second_source());
+			     "nanoclock counter %s read inline: %llu Hz (rounded to 1 Hz), "
+			     "+-%.3g ppm, rate %s%s%s%s",
+			     counter, (unsigned long long)plugin_hz, ppm, nc_ticks_per_second_source(),
+			     why, what, then);
 	if (n < 0)
 		plugin_description[0] = '\0';
 

@@ -154,7 +154,8 @@ NC_EXPORT void lttng_ust_clock_plugin_init(void)
 	/* nc_init() never leaves the library unusable: on failure (a forced
 	 * counter that is unusable, a calibration that failed) it runs on its
 	 * own best counter, possibly an OS clock (nanoclock's fallback where
-	 * no hardware counter can be trusted), and the description says so.  Its ~1 ms of calibration is paid once per traced process. */
+	 * no hardware counter can be trusted), and the description says so.
+	 * Its ~1 ms of calibration is paid once per process, at load. */
 	int err = nc_init();
 	const char *counter = nc_counter_name();
 	double hz = nc_ticks_per_second();
@@ -185,9 +186,9 @@ NC_EXPORT void lttng_ust_clock_plugin_init(void)
 	if (n < 0)
 		plugin_description[0] = '\0';
 
-	/* Each setter fails only if the override is already enabled (another
-	 * plugin got there first): then leave LTTng's clock as it is rather
-	 * than enable a half-set override. */
+	/* A setter fails (-EBUSY) only when an override is already enabled
+	 * (the program set one of its own first): then leave that clock
+	 * alone rather than mix our callbacks into it. */
 	if (lttng_ust_trace_clock_set_read64_cb(read64_cb) || lttng_ust_trace_clock_set_freq_cb(freq_cb) ||
 	    lttng_ust_trace_clock_set_uuid_cb(uuid_cb) || lttng_ust_trace_clock_set_name_cb(name_cb) ||
 	    lttng_ust_trace_clock_set_description_cb(description_cb))

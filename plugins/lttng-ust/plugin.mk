@@ -52,13 +52,12 @@ $(LTTNG_PLUGIN): $(LTTNG_PLUGIN_OBJ) $(STATIC)
 		$(STATIC) -llttng-ust-common $(LIBS)
 
 # The tests' traced program: one tracepoint provider, linked with nanoclock
-# (its payload carries the program's own counter reads).  Warnings are not
-# asked of LTTng's macros (-Wpedantic trips on their expansion), only of
-# our code through the provider's own object.
+# (its payload carries the program's own counter reads), with the
+# project's warnings (LTTng's macros expand clean under them, gcc and clang).
 LTTNG_TRACED_SRC := tests/lttng/traced.c tests/lttng/tp.c
 $(LTTNG_TRACED): $(LTTNG_TRACED_SRC) tests/lttng/tp.h $(STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -Iinclude -Itests/lttng -D_GNU_SOURCE -pthread -Wall -Wextra $(CPPFLAGS) $(CFLAGS) \
+	$(CC) -std=gnu11 -Iinclude -Itests/lttng -D_GNU_SOURCE -pthread $(WARN) $(MODEFLAGS) $(CPPFLAGS) $(CFLAGS) \
 		$(ALL_LDFLAGS) -o $@ $(LTTNG_TRACED_SRC) $(STATIC) -llttng-ust -ldl $(LIBS)
 
 lttng-test: $(LTTNG_PLUGIN) $(LTTNG_TRACED)

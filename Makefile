@@ -255,6 +255,11 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 		if ./tests/test_trace_export.sh ./$(TOOL) ./$(B)/examples/trace_pc; then pass=$$((pass+1)); \
 		else fail=$$((fail+1)); echo "FAILED: tests/test_trace_export.sh"; fi; \
 	fi; \
+	if [ -z "$(RUN)$(SANITIZE)" ]; then \
+		echo "== tests/test_lttng.sh (the LTTng-UST clock plugin: lttng-sessiond, babeltrace2)"; \
+		if CC="$(CC)" ./tests/test_lttng.sh $(B) ./$(TOOL); then pass=$$((pass+1)); \
+		else fail=$$((fail+1)); echo "FAILED: tests/test_lttng.sh"; fi; \
+	fi; \
 	echo "test programs: $$pass passed, $$fail failed"; \
 	test $$fail -eq 0
 
@@ -344,6 +349,10 @@ endif
 SUBST = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@PC_RPATH@|$(PC_RPATH_FLAG)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCDIR@|$(INCDIR)|g' \
 	-e 's|@VERSION@|$(VERSION)|g' -e 's|@SOVERSION@|$(SOVERSION)|g' \
 	-e "s|@SIZEOF_VOID_P@|$$(printf '' | $(CC) -dM -E - | sed -n 's/.*__SIZEOF_POINTER__ //p')|g"
+
+# The LTTng-UST clock plugin: built and installed where LTTng-UST is (after
+# SUBST, which it extends).
+include plugins/lttng-ust/plugin.mk
 
 install: all
 	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \

@@ -38,5 +38,7 @@ case_() {
 }
 case_ "install-test-deps: installing libcmocka-dev" "libcmocka-dev"
 case_ "install-test-deps: installing scdoc cmake" "scdoc cmake" scdoc cmake
+case_ "install-test-deps: installing liblttng-ust-dev lttng-tools babeltrace2" \
+	"liblttng-ust-dev lttng-tools babeltrace2" lttng
 echo "tests/test_install_deps.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

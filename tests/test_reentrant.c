@@ -336,7 +336,7 @@ static void degraded_case(const char *how)
 /* ---- review findings: a stop from the log function on the upkeep thread,
  * two stops at once, a _Fork() while another thread holds the lock ---- */
 static pthread_t main_thread;
-static _Atomic int upkeep_reports, stopped_from_log, stop_rc = 99;
+static _Atomic int upkeep_reports, entered, stopped_from_log, stop_rc = 99;
 static void stop_from_log(void *ctx, int level, const char *msg)
 {
 	(void)ctx;
@@ -345,9 +345,11 @@ static void stop_from_log(void *ctx, int level, const char *msg)
 	if (pthread_equal(pthread_self(), main_thread))
 		return;
 	upkeep_reports++;
-	if (!stopped_from_log) {
-		stopped_from_log = 1;
+	if (!entered++) {
 		stop_rc = nc_upkeep_stop(); /* on the upkeep thread itself */
+		/* only now: the main thread reads stop_rc once it sees this
+		 * (set before the stop, it read 99 under a loaded TSan run) */
+		stopped_from_log = 1;
 	}
 }
 

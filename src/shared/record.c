@@ -293,10 +293,23 @@ static int check_line(const struct rec *r, struct nc__calib *out, char *why, siz
 			 "the tie, or brackets are wider than the record's)");
 		return 0;
 	}
-	double diff = (hz_now / r->hz - 1) * 1e6;
-	if (fabs(diff) > ppm_now + r->ppm) {
-		snprintf(why, len, "refused: the counter now is off its line: %+.3f ppm over %.3f s "
-			 "(allowed %.3f)", diff, (double)(b.ref - r->anchor_ns) / 1e9, ppm_now + r->ppm);
+	/* where the record's line puts the bracket's middle, against where it
+	 * is: off by at most the rate's stated error over the baseline, the
+	 * tie's (4 standard errors, as the record states its rate) and half
+	 * the bracket (the reference read lies inside it), plus the clocks'
+	 * 1 ns quantum */
+	(void)hz_now;
+	(void)ppm_now;
+	long double dy = (long double)(b.ref - r->anchor_ns);
+	long double pred = (long double)(b.mid - r->anchor_tick) * 1e9L / (long double)r->hz;
+	double dev = (double)(dy - pred);
+	double allow = r->ppm * 1e-6 * (double)dy +
+		       4 * sqrt(r->sigma_ns * r->sigma_ns + r->anchor_sd_ns * r->anchor_sd_ns) +
+		       (double)b.width / 2 * 1e9 / r->hz + 1;
+	if (!(fabs(dev) <= allow)) {
+		snprintf(why, len, "refused: the counter now is off its line by %+.0f ns over %.3f s "
+			 "(%+.3f ppm; allowed %.0f ns)", dev, (double)dy / 1e9, dev / (double)dy * 1e6,
+			 allow);
 		return 0;
 	}
 	*out = k;

@@ -209,8 +209,12 @@ tests: $(TEST_BIN) $(CPP_TEST_BIN) $(TOOL) $(EXAMPLE_BIN) $(EXAMPLE_CXX_BIN)
 # The symbol check reads the release shared library: skipped under
 # sanitizers (instrumentation adds symbols of its own); it runs for cross
 # targets too (their nm).  The version check reads sources: native only.
+# The tests share a calibration record of their own, new for each run
+# (the first program writes it, the others adopt it), never the user's.
 check: tests $(if $(SANITIZE),,$(SHARED))
 	@pass=0; fail=0; \
+	rm -f $(B)/shared-record $(B)/shared-record.new; \
+	NANOCLOCK_SHARED=$(abspath $(B))/shared-record; export NANOCLOCK_SHARED; \
 	for t in $(TEST_BIN) $(CPP_TEST_BIN); do \
 		echo "== $$t"; \
 		if NC_TEST_RUN="$(RUN)" timeout $(TEST_TIMEOUT) $(RUN) $$t; then pass=$$((pass+1)); \

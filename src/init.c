@@ -90,13 +90,13 @@ static int calibrate_counter(struct nc__calib *cal)
 	}
 }
 
-static void decide_rate(int exact, int shared, const struct nc__calib *cal)
+static void decide_rate(int exact, const struct nc__bracket *shared, const struct nc__calib *cal)
 {
 	const struct nc__counter *c = nc__counter();
 	if (exact)
 		nc__rate_set_exact(c->fixed_hz, "exact", nc__counter_resolution());
 	else if (shared)
-		nc__rate_set_shared(cal, nc__counter_resolution());
+		nc__rate_set_shared(cal, nc__counter_resolution(), shared);
 	else
 		nc__rate_set_measured(cal, nc__counter_resolution());
 	struct nc_hz_source src[NC_MAX_HZ_SOURCES];
@@ -187,11 +187,18 @@ static void do_init(void)
 	set_status(nc__counter_status()); /* the forced counter comes first */
 	int64_t t_sel = nc__mono_raw_ns();
 	struct nc__calib cal;
+	struct nc__bracket start;
 	/* a trusted shared record replaces the calibration */
-	int shared = nc__shared_adopt(&init.cfg, &cal);
+	int shared = nc__shared_adopt(&init.cfg, &cal, &start);
+	if (facts && !shared) {
+		/* a refused record's facts are not this process's: read the
+		 * machine and choose again, as without a record */
+		nc__counter_machine_read();
+		nc__counter_choose(&reg, init.cfg.counter, init.cfg.counter_why, NULL);
+	}
 	int exact = shared ? 0 : calibrate_counter(&cal);
 	int64_t t_cal = nc__mono_raw_ns();
-	decide_rate(exact, shared, &cal);
+	decide_rate(exact, shared ? &start : NULL, &cal);
 	nc__counter_settle(nc__rate_true_hz());
 	nc__rate_publish();
 	nc__now_start();
@@ -235,7 +242,11 @@ void nc__enter(void)
 	}
 }
 
-void nc__leave(void) { nc__log_deliver(); }
+void nc__leave(void)
+{
+	nc__shared_flush(); /* a republish a refresh found due: never on a read's path */
+	nc__log_deliver();
+}
 
 int nc__init_status(void) { return init.status; }
 double nc__init_ms(void) { return init.init_ms; }

@@ -121,6 +121,17 @@ fi
 st=$?
 [ $st -eq 1 ] && [ -s "$tmp/err" ] && ok "a directory that cannot be made: status 1, '$(head -n 1 "$tmp/err")'" ||
 	bad "/proc: status $st, $(cat "$tmp/err")"
+mkdir "$tmp/open" "$tmp/real"
+chmod 777 "$tmp/open"
+"$TOOL" daemon --once --record "$tmp/open/record" > /dev/null 2> "$tmp/err"
+st=$?
+[ $st -eq 1 ] && grep -q "writable by others" "$tmp/err" && [ ! -e "$tmp/open/record" ] &&
+	ok "a world-writable directory: status 1, '$(cat "$tmp/err")'" || bad "world-writable directory: status $st, $(cat "$tmp/err")"
+ln -s "$tmp/real" "$tmp/link"
+"$TOOL" daemon --once --record "$tmp/link/record" > /dev/null 2> "$tmp/err"
+st=$?
+[ $st -eq 1 ] && grep -q "symbolic link" "$tmp/err" && [ ! -e "$tmp/real/record" ] &&
+	ok "a directory through a symbolic link: status 1" || bad "symlinked directory: status $st, $(cat "$tmp/err")"
 for args in "--interval 0" "--interval x" "--record relative" "--record" "--bogus"; do
 	# shellcheck disable=SC2086
 	"$TOOL" daemon $args > /dev/null 2> "$tmp/err"

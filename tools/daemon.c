@@ -23,21 +23,42 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
-/* The record's directory, one level (/run/nanoclock), made if missing. */
+/* The record's directory, one level (/run/nanoclock), made if missing,
+ * and checked: not a symbolic link, owned by this user or root, writable
+ * by no one else — else another user could replace the record (readers
+ * would refuse theirs: slower, never wrong, but no longer shared). */
 static int make_dir(const char *path)
 {
 	char d[256];
 	snprintf(d, sizeof(d), "%s", path);
 	char *slash = strrchr(d, '/');
-	if (!slash || slash == d)
+	if (!slash)
 		return 0;
-	*slash = 0;
+	if (slash == d)
+		slash[1] = 0; /* "/record": the root directory */
+	else
+		*slash = 0;
 	struct stat st;
-	if (stat(d, &st) == 0)
-		return 0;
-	if (mkdir(d, 0755) != 0 && errno != EEXIST) {
-		fprintf(stderr, "nanoclock daemon: cannot make %s: %s\n", d, strerror(errno));
+	if (lstat(d, &st) != 0) {
+		if (mkdir(d, 0755) != 0 && errno != EEXIST) {
+			fprintf(stderr, "nanoclock daemon: cannot make %s: %s\n", d, strerror(errno));
+			return -1;
+		}
+		if (lstat(d, &st) != 0) {
+			fprintf(stderr, "nanoclock daemon: %s: %s\n", d, strerror(errno));
+			return -1;
+		}
+	}
+	const char *bad = S_ISLNK(st.st_mode)				   ? "a symbolic link"
+			  : !S_ISDIR(st.st_mode)			   ? "not a directory"
+			  : st.st_uid != 0 && st.st_uid != geteuid()	   ? "owned by another user"
+			  : (st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX) ? "writable by others"
+										   : NULL;
+	if (bad) {
+		fprintf(stderr, "nanoclock daemon: the record's directory %s is %s: choose another\n", d,
+			bad);
 		return -1;
 	}
 	return 0;

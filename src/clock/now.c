@@ -95,13 +95,16 @@ void nc__now_start(void)
 	 * CLOCK_MONOTONIC_RAW are best known */
 	uint64_t now = nc__counter_read();
 	true_slope(&e);
-	e.t0 = cal->anchor_tick;
-	e.c0 = nc__c0_for(e.t0, (uint64_t)cal->anchor_ns, e.mi, e.mf);
+	uint64_t st;
+	int64_t sns;
+	nc__rate_start(&st, &sns);
+	e.t0 = st;
+	e.c0 = nc__c0_for(e.t0, (uint64_t)sns, e.mi, e.mf);
 	/* (a shared record's window may be hours: the first epoch stays short) */
 	now_line.first_epoch_ns = now_line.epoch_ns = fmin(4.0 * (double)cal->window_ns, 80e6);
 	e.span = (now - e.t0) + (uint64_t)(now_line.epoch_ns * nc__rate_true_hz() / 1e9);
-	struct nc__bracket b = {cal->anchor_tick, cal->anchor_ns, 0};
-	nc__events_start(&b, nc__ref.boot() - (nc__mono_raw_ns() - cal->anchor_ns));
+	struct nc__bracket b = {st, sns, 0};
+	nc__events_start(&b, nc__ref.boot() - (nc__mono_raw_ns() - sns));
 	set_lead(0);
 	publish(&e);
 }

@@ -21,6 +21,7 @@
  * creating a thread is not async-signal-safe, and reads must be.
  */
 #include "upkeep.h"
+#include "../shared/shared.h"
 #include "events.h"
 #include "timeline.h"
 #include "wall.h"
@@ -132,6 +133,7 @@ static void *upkeep_main(void *p)
 		nc__lock();
 		upkeep_pass(set);
 		nc__unlock();
+		nc__shared_flush();
 		nc__log_deliver(); /* the application's function may stop this very thread */
 	}
 	if (__atomic_load_n(&a->self_stopped, __ATOMIC_ACQUIRE)) {

@@ -36,6 +36,8 @@ static struct {
 	int stated;           /* a rate the user stated is in use */
 	int forced;           /* ... kept whatever measurement says (NANOCLOCK_HZ_FORCE) */
 	int shared;           /* a shared record's rate is in use */
+	uint64_t start_tick;  /* where nc_now_ns starts (nc__rate_start) */
+	int64_t start_ns;
 	int published;        /* readers have the conversion */
 	/* the counter's own rate */
 	struct nc__calib cal; /* the latest anchor for long baselines */
@@ -91,11 +93,20 @@ void nc__rate_set_measured(const struct nc__calib *c, uint64_t resolution_ticks)
 	use(c->hz, c->ppm, "measured");
 }
 
-void nc__rate_set_shared(const struct nc__calib *c, uint64_t resolution_ticks)
+void nc__rate_set_shared(const struct nc__calib *c, uint64_t resolution_ticks,
+			 const struct nc__bracket *start)
 {
 	nc__rate_set_measured(c, resolution_ticks);
 	rate.shared = 1;
+	rate.start_tick = start->mid;
+	rate.start_ns = start->ref;
 	use(c->hz, c->ppm, "shared");
+}
+
+void nc__rate_start(uint64_t *tick, int64_t *ns)
+{
+	*tick = rate.shared && rate.start_ns ? rate.start_tick : rate.cal.anchor_tick;
+	*ns = rate.shared && rate.start_ns ? rate.start_ns : rate.cal.anchor_ns;
 }
 
 double nc__rate_meas_window_ns(void) { return rate.meas_window_ns; }
@@ -212,14 +223,19 @@ int nc__rate_refine(const struct nc__bracket *b)
 		}
 	} else if (rate.shared) {
 		/* one rate for every process that adopted the record: kept
-		 * while this process's own measurement agrees with it */
-		double diff = (rate.meas_hz / rate.hz - 1) * 1e6;
-		if (fabs(diff) > rate.meas_ppm + rate.ppm) {
+		 * while this process's own measurement over the long baseline
+		 * (this bracket's, not the best so far, which may still be the
+		 * record's own claim) agrees with it */
+		double diff = (hz_l / rate.hz - 1) * 1e6;
+		if (fabs(diff) > ppm_l + rate.ppm) {
 			rate.shared = 0;
+			rate.meas_hz = hz_l;
+			rate.meas_ppm = rate.meas_worst_ppm = ppm_l;
+			rate.meas_window_ns = (double)(b->ref - rate.cal.anchor_ns);
 			nc__log(NC_LOG_WARN, "the shared record's rate differs from this process's "
-				"measurement by %+.3f ppm (beyond both uncertainties): measured %.6f MHz "
-				"used", diff, rate.meas_hz / 1e6);
-			use(rate.meas_hz, rate.meas_ppm, "measured");
+				"measurement by %+.3f ppm (beyond both uncertainties, %.3g ppm): measured "
+				"%.6f MHz used", diff, ppm_l + rate.ppm, hz_l / 1e6);
+			use(hz_l, ppm_l, "measured");
 		}
 	} else if (rate.meas_ppm < rate.ppm) {
 		use(rate.meas_hz, rate.meas_ppm, "measured");

@@ -101,7 +101,13 @@ NC_HIDDEN void nc__rate_set_exact(double hz, const char *source, uint64_t resolu
 NC_HIDDEN void nc__rate_set_measured(const struct nc__calib *c, uint64_t resolution_ticks);
 /* Initialisation: a shared record's calibration (src/shared/), kept for
  * intervals while this process's own measurement agrees with it. */
-NC_HIDDEN void nc__rate_set_shared(const struct nc__calib *c, uint64_t resolution_ticks);
+struct nc__bracket;
+NC_HIDDEN void nc__rate_set_shared(const struct nc__calib *c, uint64_t resolution_ticks,
+				   const struct nc__bracket *start);
+/* Where nc_now_ns starts: the calibration's centroid, or for a shared
+ * record the bracket taken when it was checked (its tie may be hours old:
+ * its rate's error over that age would be an offset from the start). */
+NC_HIDDEN void nc__rate_start(uint64_t *tick, int64_t *ns);
 /* Initialisation: the rates stated for the counter (cross-checked; the
  * application's, named "application", used if measurement agrees) and
  * NANOCLOCK_HZ (used if measurement agrees, or forced).  0, or

@@ -49,6 +49,30 @@
 
 #define rec nc__shared_rec
 
+/* The library's version and this build's architecture: the machine facts
+ * are its structures (under qemu-user another architecture shares the
+ * boot id and the default path) */
+#if defined(__x86_64__)
+#define ARCH "x86_64"
+#elif defined(__i386__)
+#define ARCH "i386"
+#elif defined(__aarch64__)
+#define ARCH "aarch64"
+#elif defined(__powerpc64__)
+#define ARCH "ppc64"
+#elif defined(__riscv)
+#define ARCH "riscv64"
+#else
+#define ARCH "other"
+#endif
+static const char *lib_id(void)
+{
+	static char id[16];
+	if (!id[0])
+		snprintf(id, sizeof(id), "%.7s %s", nc_version(), ARCH);
+	return id;
+}
+
 #define STALE_NEW_S 10           /* a PATH.new this old: its writer died */
 #define SYSTEM_RECORD "/run/nanoclock/record"
 
@@ -65,6 +89,7 @@ static struct {
 	int cand_i;              /* ... and its place (-1: none) */
 	char boot[40];           /* this boot's id, read once (have_ids) */
 	char cpu_text[32];       /* the CPU as the last record written named it */
+	int due;                 /* a refresh found a rewrite due (atomic: nc__shared_flush) */
 	int have_ids;
 } sh;
 
@@ -239,17 +264,38 @@ static int load_record(const char *path, const struct nc__config *cfg, struct re
 		snprintf(why, len, "refused: written during another boot");
 		return 0;
 	}
-	if (strcmp(r->lib_version, nc_version()) != 0 || r->facts_size != sizeof(r->facts)) {
-		snprintf(why, len, "refused: written by nanoclock %.15s, this is %s", r->lib_version,
-			 nc_version());
+	r->lib_version[15] = 0;
+	if (strcmp(r->lib_version, lib_id()) != 0 || r->facts_size != sizeof(r->facts)) {
+		snprintf(why, len, "refused: written by nanoclock %.15s, this is %s%s", r->lib_version,
+			 lib_id(), r->facts_size != sizeof(r->facts) ? " (another layout)" : "");
 		return 0;
 	}
-	if (!nc__hz_valid(r->hz) || !(r->ppm > 0 && r->ppm < 1e3) || !(r->worst_ppm >= 0) ||
-	    !(r->sigma_ns >= 0 && r->sigma_ns < 1e9) || !(r->anchor_sd_ns >= 0 && r->anchor_sd_ns < 1e9) ||
-	    r->accept_width == 0 || r->window_ns <= 0) {
-		snprintf(why, len, "refused: values out of range");
+	/* plausible, and consistent with itself: scatter of at most 2 us, the
+	 * stated uncertainty no finer than half the tie's 4 standard errors
+	 * over the baseline, brackets of at most 100 us, a baseline that ended
+	 * before the record was written, written before now */
+	int64_t now = nc__mono_raw_ns();
+	if (!nc__hz_valid(r->hz) || !(r->ppm > 0 && r->ppm < 1e3) ||
+	    !(r->worst_ppm >= 0 && r->worst_ppm < 1e6) || !(r->sigma_ns >= 0 && r->sigma_ns <= 2e3) ||
+	    !(r->anchor_sd_ns >= 0 && r->anchor_sd_ns <= 2e3) || r->min_width == 0 ||
+	    r->accept_width < r->min_width || (double)r->accept_width * 1e9 / r->hz > 1e5 ||
+	    r->window_ns <= 0 || r->anchor_ns <= 0 || r->written_raw_ns < r->anchor_ns ||
+	    r->written_raw_ns > now ||
+	    (double)r->window_ns > 2.0 * (double)(r->written_raw_ns - r->anchor_ns) + 2e6 ||
+	    r->ppm * 1e-6 * (double)r->window_ns < 2 * r->anchor_sd_ns) {
+		snprintf(why, len, "refused: values out of range or inconsistent");
 		return 0;
 	}
+	/* the facts' strings are printed: terminated whatever the file says */
+	struct nc_kernel_view *kv = &r->facts.m.kv;
+	kv->clocksource[sizeof(kv->clocksource) - 1] = 0;
+	kv->available_clocksources[sizeof(kv->available_clocksources) - 1] = 0;
+	kv->tsc_unstable_why[sizeof(kv->tsc_unstable_why) - 1] = 0;
+	kv->hypervisor[sizeof(kv->hypervisor) - 1] = 0;
+	kv->cpuinfo_tsc_flags[sizeof(kv->cpuinfo_tsc_flags) - 1] = 0;
+	r->facts.m.unreadable[sizeof(r->facts.m.unreadable) - 1] = 0;
+	r->facts.cpuid.hv_sig[sizeof(r->facts.cpuid.hv_sig) - 1] = 0;
+	r->facts.cpuid.vendor[sizeof(r->facts.cpuid.vendor) - 1] = 0;
 	if (r->ppm > cfg->calib_ppm) {
 		snprintf(why, len, "refused: its uncertainty (+-%.3g ppm) is above this process's goal "
 			 "(%.3g ppm)", r->ppm, cfg->calib_ppm);
@@ -260,7 +306,8 @@ static int load_record(const char *path, const struct nc__config *cfg, struct re
 
 /* The record against the counter chosen: 1 with its calibration in *out,
  * or 0 with why. */
-static int check_line(const struct rec *r, struct nc__calib *out, char *why, size_t len)
+static int check_line(const struct rec *r, struct nc__calib *out, struct nc__bracket *start,
+		      char *why, size_t len)
 {
 	const struct nc__counter *c = nc__counter();
 	if (strcmp(c->name, r->counter) != 0) {
@@ -313,6 +360,7 @@ static int check_line(const struct rec *r, struct nc__calib *out, char *why, siz
 		return 0;
 	}
 	*out = k;
+	*start = b;
 	return 1;
 }
 
@@ -370,7 +418,7 @@ const struct nc__machine_facts *nc__shared_look(const struct nc__config *cfg, ch
 	return NULL;
 }
 
-int nc__shared_adopt(const struct nc__config *cfg, struct nc__calib *out)
+int nc__shared_adopt(const struct nc__config *cfg, struct nc__calib *out, struct nc__bracket *start)
 {
 	char why[192];
 	if (sh.cand_i < 0)
@@ -387,7 +435,7 @@ int nc__shared_adopt(const struct nc__config *cfg, struct nc__calib *out)
 		struct rec r;
 		snprintf(sh.path, sizeof(sh.path), "%s", p[i]);
 		int ok = i == sh.cand_i ? (r = sh.cand, 1) : load_record(p[i], cfg, &r, why, sizeof(why));
-		if (ok && check_line(&r, out, why, sizeof(why))) {
+		if (ok && check_line(&r, out, start, why, sizeof(why))) {
 			sh.adopted = sh.have_r = 1;
 			sh.r = r;
 			memcpy(sh.cpu_text, r.cpu, sizeof(sh.cpu_text));
@@ -408,12 +456,18 @@ static int fill(struct rec *r, int sync_verdict, double shift_ns, uint32_t ncpus
 	memset(r, 0, sizeof(*r));
 	if (!shareable(why, len))
 		return NC_EINVAL;
+	if (nc__rate_remeasuring()) {
+		/* after a discontinuity: the new anchor with the old fit's
+		 * errors would be a record no measurement made */
+		SAY("the rate is being measured again after a discontinuity");
+		return NC_EINVAL;
+	}
 	if (ids() != 0) {
 		SAY("this boot's id is unreadable");
 		return NC_ESYS;
 	}
 	memcpy(r->boot_id, sh.boot, sizeof(r->boot_id));
-	copy(r->lib_version, sizeof(r->lib_version), nc_version());
+	copy(r->lib_version, sizeof(r->lib_version), lib_id());
 	r->facts_size = sizeof(r->facts);
 	nc__counter_machine_facts(&r->facts);
 	if (why) { /* (snprintf: not on a refresh's path) */
@@ -562,7 +616,10 @@ void nc__shared_publish_own(void)
 
 void nc__shared_after_refine(void)
 {
-	if (!sh.have_r || !sh.own_path[0] || nc__rate_remeasuring())
+	/* a refresh, maybe in a signal handler, maybe a read's: it only
+	 * decides (no system call, errno untouched); the write is
+	 * nc__shared_flush's, outside the reading paths */
+	if (!sh.have_r || !sh.own_path[0] || nc__rate_remeasuring() || sh.due)
 		return;
 	/* only the record this process adopted or wrote at its own path, and
 	 * only for a measurement four times as certain over a second or more */
@@ -575,15 +632,33 @@ void nc__shared_after_refine(void)
 	const struct nc__calib *a = nc__rate_anchor();
 	if (a->anchor_tick != sh.r.anchor_tick || a->anchor_ns != sh.r.anchor_ns)
 		return; /* re-anchored since: not the same line */
-	struct rec r;
-	if (fill(&r, sh.r.sync_verdict, sh.r.sync_max_shift_ns, sh.r.sync_ncpus, NULL, 0) != 0)
+	__atomic_store_n(&sh.due, 1, __ATOMIC_RELEASE);
+}
+
+void nc__shared_flush(void)
+{
+	if (!__atomic_load_n(&sh.due, __ATOMIC_ACQUIRE))
 		return;
-	r.sync_raw_ns = sh.r.sync_raw_ns;
-	memcpy(r.writer, "process", 8);
-	if (write_rec(sh.own_path, &r, NULL, 0) == 0) {
-		sh.r = r;
-		sh.published = 1;
+	struct rec r;
+	char path[256];
+	nc__lock();
+	int go = sh.due && fill(&r, sh.r.sync_verdict, sh.r.sync_max_shift_ns, sh.r.sync_ncpus, NULL,
+				0) == 0;
+	sh.due = 0;
+	if (go) {
+		r.sync_raw_ns = sh.r.sync_raw_ns;
+		memcpy(r.writer, "process", 8);
+		memcpy(path, sh.own_path, sizeof(path));
 	}
+	nc__unlock();
+	/* the file's system calls outside the lock: readers are never held
+	 * at a horizon by a slow file system */
+	if (!go || write_rec(path, &r, NULL, 0) != 0)
+		return;
+	nc__lock();
+	sh.r = r;
+	sh.published = 1;
+	nc__unlock();
 }
 
 void nc__shared_status(struct nc_shared_status *st)

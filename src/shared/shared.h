@@ -60,15 +60,20 @@ struct nc__machine_facts;
 NC_HIDDEN const struct nc__machine_facts *nc__shared_look(const struct nc__config *cfg,
 							  char counter[16]);
 /* Initialisation, after the counter is chosen: a trusted record's rate and
- * tie in *out (1), or 0 with the reason kept for nanoclock info. */
-NC_HIDDEN int nc__shared_adopt(const struct nc__config *cfg, struct nc__calib *out);
+ * tie in *out and the bracket that checked it in *start (1), or 0 with the
+ * reason kept for nanoclock info. */
+NC_HIDDEN int nc__shared_adopt(const struct nc__config *cfg, struct nc__calib *out,
+			       struct nc__bracket *start);
 /* Initialisation's end: where nothing was adopted, this process's
  * calibration is written as the user's record (or NANOCLOCK_SHARED's). */
 NC_HIDDEN void nc__shared_publish_own(void);
-/* A refresh refined the rate: the record is rewritten when this process's
- * measurement is now four times as certain as the record's (lock held;
- * async-signal-safe system calls only). */
+/* A refresh refined the rate (lock held; no system call): a rewrite is
+ * due when this process's measurement is now four times as certain as the
+ * record's ... */
 NC_HIDDEN void nc__shared_after_refine(void);
+/* ... and done here, by the entry points that are not reads and the upkeep
+ * thread (lock not held: it takes it, and writes outside it). */
+NC_HIDDEN void nc__shared_flush(void);
 /* nc_shared_publish's work (lock held). */
 NC_HIDDEN int nc__shared_write(const char *path, int sync_verdict, double sync_shift_ns,
 			       uint32_t sync_ncpus, char *why, size_t whylen);

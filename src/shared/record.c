@@ -619,7 +619,8 @@ void nc__shared_after_refine(void)
 	/* a refresh, maybe in a signal handler, maybe a read's: it only
 	 * decides (no system call, errno untouched); the write is
 	 * nc__shared_flush's, outside the reading paths */
-	if (!sh.have_r || !sh.own_path[0] || nc__rate_remeasuring() || sh.due)
+	if (!sh.have_r || !sh.own_path[0] || nc__rate_remeasuring() ||
+	    __atomic_load_n(&sh.due, __ATOMIC_RELAXED))
 		return;
 	/* only the record this process adopted or wrote at its own path, and
 	 * only for a measurement four times as certain over a second or more */
@@ -642,9 +643,9 @@ void nc__shared_flush(void)
 	struct rec r;
 	char path[256];
 	nc__lock();
-	int go = sh.due && fill(&r, sh.r.sync_verdict, sh.r.sync_max_shift_ns, sh.r.sync_ncpus, NULL,
-				0) == 0;
-	sh.due = 0;
+	int go = __atomic_load_n(&sh.due, __ATOMIC_RELAXED) &&
+		 fill(&r, sh.r.sync_verdict, sh.r.sync_max_shift_ns, sh.r.sync_ncpus, NULL, 0) == 0;
+	__atomic_store_n(&sh.due, 0, __ATOMIC_RELAXED);
 	if (go) {
 		r.sync_raw_ns = sh.r.sync_raw_ns;
 		memcpy(r.writer, "process", 8);

@@ -138,7 +138,7 @@ static void test_monotonic_across_threads(void **state)
 /* Many readers while refreshes rewrite the block: per-thread monotonic,
  * no torn values (each value within a sane distance of the reference). */
 struct hammer_result {
-	long backwards, off_track;
+	long backwards, off_track, held;
 };
 
 static void *hammer(void *arg)
@@ -155,10 +155,17 @@ static void *hammer(void *arg)
 		}
 		/* tracks CLOCK_MONOTONIC_RAW: inside a bracket of it, give or
 		 * take 100 us (a torn parameter read would be far off) */
+		long held = nc__held_reads;
 		int64_t a = nc__mono_raw_ns();
 		int64_t v = (int64_t)nc_now_ns();
 		int64_t b = nc__mono_raw_ns();
-		if (v < a - 100000 || v > b + 100000)
+		/* a read that found its epoch overdue while another thread was
+		 * refreshing it holds still at the horizon, as documented (an
+		 * emulator on a busy machine: 6 of them in a riscv64 run): counted
+		 * apart, and never ahead */
+		if (nc__held_reads != held && v <= b + 100000)
+			r->held++;
+		else if (v < a - 100000 || v > b + 100000)
 			r->off_track++;
 	}
 	return NULL;

@@ -45,7 +45,8 @@ struct nc__shared_rec {
 	 * /sys): a reader of the same boot takes them instead of reading
 	 * them again (on a VM each CPUID is an exit, ~8 us) */
 	struct nc__machine_facts facts;
-	uint64_t checksum;       /* FNV-1a 64 of every byte before it */
+	/* (aligned: on i386 the facts end at 4 mod 8; the padding is zero) */
+	uint64_t checksum __attribute__((aligned(8))); /* FNV-1a 64 of every byte before it */
 };
 _Static_assert(offsetof(struct nc__shared_rec, facts) == 280 && offsetof(struct nc__shared_rec, checksum) % 8 == 0,
 	       "struct nc__shared_rec has padding");

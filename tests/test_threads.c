@@ -209,6 +209,23 @@ static void *retie_loop(void *arg)
 
 static int64_t realtime(void) { return nc__clock_ns(CLOCK_REALTIME); }
 
+/* CLOCK_REALTIME - CLOCK_MONOTONIC, from the narrowest of a few brackets:
+ * a thread switch between two reads (valgrind runs one thread at a time)
+ * would look like a set of the system clock */
+static int64_t realtime_offset(void)
+{
+	int64_t best = INT64_MAX, off = 0;
+	for (int i = 0; i < 5 && best > 5000; i++) {
+		int64_t m1 = nc__clock_ns(CLOCK_MONOTONIC), r = realtime(),
+			m2 = nc__clock_ns(CLOCK_MONOTONIC);
+		if (m2 - m1 < best) {
+			best = m2 - m1;
+			off = r - m1 - (m2 - m1) / 2;
+		}
+	}
+	return off;
+}
+
 static void *reader16(void *arg)
 {
 	struct reader16 *r = arg;
@@ -220,7 +237,7 @@ static void *reader16(void *arg)
 	 * and off the old track, rightly; such a batch is counted apart, never
 	 * excused silently.  The offset is carried from the end of one batch
 	 * to the next: a set between them belongs to the next. */
-	int64_t off0 = realtime() - nc__clock_ns(CLOCK_MONOTONIC), quiet_from = 0;
+	int64_t off0 = realtime_offset(), quiet_from = 0;
 	while (nc__mono_raw_ns() < end) {
 		long bu = 0;
 		for (int i = 0; i < 200; i++) {
@@ -234,7 +251,7 @@ static void *reader16(void *arg)
 		}
 		long held = nc__held_reads;
 		int64_t a = realtime(), u = nc_unix_ns(), b = realtime();
-		int64_t off1 = b - nc__clock_ns(CLOCK_MONOTONIC), now = nc__mono_raw_ns();
+		int64_t off1 = realtime_offset(), now = nc__mono_raw_ns();
 		if (llabs(off1 - off0) > 20000)
 			quiet_from = now + 5000000; /* followed within the 1 ms period: 5 ms apart */
 		off0 = off1;

@@ -364,6 +364,12 @@ static int check_line(const struct rec *r, struct nc__calib *out, struct nc__bra
 			 allow);
 		return 0;
 	}
+	/* brackets wider than twice this process's narrowest are not used
+	 * for its refinements, as in its own calibration: the writer's
+	 * narrowest may be narrower than anything this process can take (a
+	 * native writer, a reader under valgrind: it never refined) */
+	if (2 * b.width + 1 > k.accept_width)
+		k.accept_width = 2 * b.width + 1;
 	*out = k;
 	*start = b;
 	return 1;

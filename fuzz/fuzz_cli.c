@@ -43,7 +43,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (rc == 0) {
 		const struct nc_check_opts *c = &o.check;
 		const struct nc_bench_opts *b = &o.bench;
-		if (o.cmd < NC_CMD_HELP || o.cmd > NC_CMD_TRACE)
+		if (o.cmd < NC_CMD_HELP || o.cmd > NC_CMD_DAEMON)
+			abort();
+		const struct nc_daemon_opts *d = &o.daemon;
+		if (o.cmd == NC_CMD_DAEMON &&
+		    (!d->record || d->record[0] != '/' || strlen(d->record) > 240 ||
+		     !(d->interval_s >= 0.01 && d->interval_s <= 86400) || (d->once != 0 && d->once != 1)))
 			abort();
 		if (o.now.mode < 0 || o.now.mode > 3)
 			abort();

@@ -15,10 +15,11 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const vars[] = {"NANOCLOCK_COUNTER",     "NANOCLOCK_HZ",
-				   "NANOCLOCK_HZ_FORCE",    "NANOCLOCK_CALIB_PPM",
-				   "NANOCLOCK_CALIB_MAX_MS", "NANOCLOCK_UNIX_REFRESH_MS"};
-#define NVARS 6
+static const char *const vars[] = {"NANOCLOCK_COUNTER",      "NANOCLOCK_HZ",
+				   "NANOCLOCK_HZ_FORCE",     "NANOCLOCK_CALIB_PPM",
+				   "NANOCLOCK_CALIB_MAX_MS", "NANOCLOCK_UNIX_REFRESH_MS",
+				   "NANOCLOCK_SHARED"};
+#define NVARS 7
 
 static const char *lookup(const char *name, void *ctx)
 {
@@ -76,6 +77,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (c.unix_refresh_ms != 0 && !(c.unix_refresh_ms >= 1 && c.unix_refresh_ms <= 60000))
 		abort();
 	if (c.hz_force != 0 && c.hz_force != 1)
+		abort();
+	/* NANOCLOCK_SHARED: off, or an absolute path that fits with ".new";
+	 * a refused value turns sharing off and says why */
+	fuzz_check_line(c.shared_why, sizeof(c.shared_why), 0);
+	size_t pl = strnlen(c.shared_path, sizeof(c.shared_path));
+	if (pl == sizeof(c.shared_path) || (pl && (c.shared_path[0] != '/' || pl + 8 >= sizeof(c.shared_path))))
+		abort();
+	if (c.shared_why[0] && (!c.shared_off || pl))
+		abort();
+	if (c.shared_off && pl)
 		abort();
 	return 0;
 }

@@ -314,7 +314,7 @@ static int check_line(const struct rec *r, struct nc__calib *out, struct nc__bra
 		snprintf(why, len, "refused: for counter %.15s, this process uses %s", r->counter, c->name);
 		return 0;
 	}
-	/* the check: the record's line against a bracket taken now */
+	/* the calibration this process takes if the check below passes */
 	struct nc__calib k;
 	memset(&k, 0, sizeof(k));
 	k.hz = r->hz;
@@ -697,14 +697,4 @@ void nc__shared_status(struct nc_shared_status *st)
 	st->sync_ncpus = r->sync_ncpus;
 	st->sync_max_shift_ns = r->sync_max_shift_ns;
 	st->sync_age_s = r->sync_verdict >= 0 ? (double)(now - r->sync_raw_ns) / 1e9 : 0;
-}
-
-int nc__shared_identity(uint32_t *pid, uint32_t *uid, uint64_t *generation)
-{
-	if (!sh.have_r)
-		return 0;
-	*pid = sh.r.writer_pid;
-	*uid = sh.r.writer_uid;
-	*generation = sh.r.generation;
-	return 1;
 }

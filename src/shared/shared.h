@@ -80,7 +80,5 @@ NC_HIDDEN int nc__shared_write(const char *path, int sync_verdict, double sync_s
 			       uint32_t sync_ncpus, char *why, size_t whylen);
 struct nc_shared_status;
 NC_HIDDEN void nc__shared_status(struct nc_shared_status *st);
-/* The record's identity for a trace file: its writer's pid, uid and generation. */
-NC_HIDDEN int nc__shared_identity(uint32_t *pid, uint32_t *uid, uint64_t *generation);
 
 #endif

@@ -218,9 +218,10 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 	rm -f $(B)/shared-record $(B)/shared-record.new; \
 	NANOCLOCK_SHARED=$(abspath $(B))/shared-record; export NANOCLOCK_SHARED; \
 	for t in $(TEST_BIN) $(CPP_TEST_BIN); do \
-		echo "== $$t"; \
+		echo "== $$t"; t0=$$(date +%s); \
 		if NC_TEST_RUN="$(RUN)" timeout $(TEST_TIMEOUT) $(RUN) $$t; then pass=$$((pass+1)); \
 		else fail=$$((fail+1)); echo "FAILED: $$t"; fi; \
+		echo "== $$t: $$(($$(date +%s) - t0)) s"; \
 	done; \
 	echo "== tool smoke test"; \
 	if $(RUN) ./$(TOOL) info --json > $(B)/info.json && grep -q '"candidates"' $(B)/info.json; then \

@@ -100,7 +100,7 @@ static void decide_rate(int exact, const struct nc__bracket *shared, const struc
 	else
 		nc__rate_set_measured(cal, nc__counter_resolution());
 	struct nc_hz_source src[NC_MAX_HZ_SOURCES];
-	int n = !exact && c->stated ? c->stated(nc__counter_machine(), src, NC_MAX_HZ_SOURCES) : 0;
+	int n = !exact ? nc__counter_stated(src, NC_MAX_HZ_SOURCES) : 0;
 	set_status(nc__rate_decide(src, n, &init.cfg));
 	if (init.cfg.hz_set && init.cfg.hz == 0) {
 		char why[160];

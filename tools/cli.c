@@ -117,10 +117,11 @@ static void shared_text(void)
 	printf("shared record  %s\n", st.status[0] ? st.status : "(none looked at)");
 	if (st.adopted || st.published)
 		printf("               %s %s: written by %s %u (uid %u), generation %llu, %.1f s ago; "
-		       "%.6f MHz ± %.3g ppm over %.3f s\n",
+		       "%.6f MHz ± %.3g ppm over %.3f %s\n",
 		       st.adopted ? "adopted" : "written", st.path, st.writer, st.writer_pid,
 		       st.writer_uid, (unsigned long long)st.generation, st.age_s, st.hz / 1e6, st.ppm,
-		       st.baseline_s);
+		       st.baseline_s < 1 ? st.baseline_s * 1e3 : st.baseline_s,
+		       st.baseline_s < 1 ? "ms" : "s");
 	if (st.sync_verdict >= 0)
 		printf("               cross-CPU in the record: %s over %u CPUs, max shift %.1f ns, "
 		       "%.0f s ago\n",

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* What every file of the library uses: visibility, branch hints, and the
- * one place that tells whether ThreadSanitizer is watching. */
+/* What every file of the library uses: visibility, branch hints, the
+ * one place that tells whether ThreadSanitizer is watching, and a string
+ * copy. */
 #ifndef NC_BASE_COMPILER_H
 #define NC_BASE_COMPILER_H
 
 #include "nanoclock.h"
+
+#include <stddef.h>
 
 #define NC_HIDDEN __attribute__((visibility("hidden")))
 #define NC_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -34,5 +37,17 @@
 #endif
 #define NC_LD(lv) __atomic_load_n(&(lv), NC_LD_ORDER)
 #define NC_ST(lv, v) __atomic_store_n(&(lv), (v), NC_ST_ORDER)
+
+/* src into dst[n], cut short and always terminated, the rest zeroed:
+ * snprintf(dst, n, "%s", src) without the formatter (a cold start makes
+ * dozens of these copies), and async-signal-safe */
+static inline void nc__copy(char *dst, size_t n, const char *src)
+{
+	size_t l = __builtin_strlen(src);
+	if (l >= n)
+		l = n - 1;
+	__builtin_memcpy(dst, src, l);
+	__builtin_memset(dst + l, 0, n - l);
+}
 
 #endif

@@ -41,6 +41,9 @@ struct nc__machine {
 	int tsc_known_freq;           /* the kernel took the TSC rate from hardware/hypervisor */
 	int cpuinfo_rdtscp;           /* the kernel's flags list rdtscp: 1, 0, -1 if unread */
 	int tsc_user_disabled;        /* prctl(PR_GET_TSC): RDTSC faults in this thread */
+	/* /sys/devices/system/cpu/cpu0/tsc_freq_khz (x86): kHz, 0 if absent,
+	 * -1 unreadable; a fact of the boot, so a shared record carries it */
+	long long sysfs_tsc_khz;
 	char unreadable[48];          /* "/proc and /sys not readable", ... ("" if both were) */
 };
 NC_HIDDEN void nc__machine_read(struct nc__machine *m);
@@ -171,6 +174,9 @@ struct nc__selection {
 NC_HIDDEN void nc__select(const struct nc__machine *m, const struct nc__registered *reg,
 			  const char *env_counter, const char *prefer, struct nc_candidate *cands, int *n,
 			  struct nc__selection *sel);
+/* The stated rates of candidate i as its evaluation read them (-1 if it
+ * was not evaluated): a source is read once per process. */
+NC_HIDDEN int nc__select_stated(int i, struct nc_hz_source *out, int max);
 /* After the selected one failed later (calibration): pick the next best. */
 NC_HIDDEN void nc__select_next(struct nc_candidate *cands, int n, const char *why,
 			       struct nc__selection *sel);
@@ -188,6 +194,8 @@ NC_HIDDEN void nc__counter_machine_from(const struct nc__machine_facts *f);
 NC_HIDDEN void nc__counter_machine_facts(struct nc__machine_facts *f);
 NC_HIDDEN void nc__counter_choose(const struct nc__registered *reg, const char *env_counter,
 				  const char *env_why, const char *prefer);
+/* The selected counter's stated rates (none for an OS clock). */
+NC_HIDDEN int nc__counter_stated(struct nc_hz_source *out, int max);
 /* 0, or NC_ENOCOUNTER when a forced counter could not be used. */
 NC_HIDDEN int nc__counter_status(void);
 /* The selected counter failed (calibration): the next best. */

@@ -41,6 +41,16 @@ void nc__counter_choose(const struct nc__registered *reg, const char *env_counte
 	__atomic_store_n(&current.ctr, current.sel.use, __ATOMIC_RELEASE);
 }
 
+int nc__counter_stated(struct nc_hz_source *out, int max)
+{
+	int n = nc__select_stated(current.sel.index, out, max);
+	if (n >= 0)
+		return n;
+	/* not read by the evaluation (an OS clock has none): the counter's own */
+	const struct nc__counter *c = current.sel.use;
+	return c && c->stated ? c->stated(&current.m, out, max) : 0;
+}
+
 void nc__counter_machine_read(void) { nc__machine_read(&current.m); }
 
 static struct nc__cpuid facts_cpuid; /* the record's CPUID, when its facts are used */

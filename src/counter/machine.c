@@ -135,6 +135,14 @@ void nc__machine_read(struct nc__machine *m)
 	snprintf(kv->hypervisor, sizeof(kv->hypervisor), "%s", c->hv_sig);
 
 	int proc_ok = read_cpuinfo(m) == 0;
+#if defined(__x86_64__) || defined(__i386__)
+	char khz[32];
+	if (read_line("/sys/devices/system/cpu/cpu0/tsc_freq_khz", khz, sizeof(khz)) == 0) {
+		char *end;
+		unsigned long long v = strtoull(khz, &end, 10);
+		m->sysfs_tsc_khz = end == khz || v == 0 || v > 1000000000ull ? -1 : (long long)v;
+	}
+#endif
 	tsc_distrust(kv);
 	/* A minimal container: said in the policy line (init.c), so that
 	 * `nanoclock info` explains the unknowns and the measured rate. */

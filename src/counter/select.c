@@ -37,6 +37,10 @@
 #include <string.h>
 
 #define CHECK_READS 1000
+/* the counter a shared record names: its writer read it 1000 times during
+ * this boot; this process checks that its own reads work, advance and do
+ * not go back (a tenth of the cost: the start a record buys is ~0.1 ms) */
+#define RECORD_READS 200
 #define CHECK_ROUNDS 10
 #define ROUGH_NS 20000 /* 1e-3 relative: plenty to state a resolution in ns */
 
@@ -45,6 +49,11 @@
 static const struct nc__counter *uses[NC_MAX_CANDIDATES];
 static struct nc__ext exts[NC_MAX_CANDIDATES];
 static int ext_used[NC_MAX_CANDIDATES];
+/* Each candidate's stated rates, as read by its evaluation (stated_n -1:
+ * not read): the rate decision takes them from here, not from the files
+ * again. */
+static struct nc_hz_source stated_src[NC_MAX_CANDIDATES][NC_MAX_HZ_SOURCES];
+static int stated_n[NC_MAX_CANDIDATES];
 
 static int build_list(const struct nc__machine *m, const struct nc__registered *reg,
 		      const struct nc__counter **l)
@@ -66,6 +75,8 @@ static int build_list(const struct nc__machine *m, const struct nc__registered *
 struct eval {
 	const struct nc__counter *c;
 	const struct nc__machine *m;
+	int i;      /* the candidate's place */
+	int reads;  /* per round of the monotonic check */
 	int rc;
 	uint64_t res;
 	double cost, hz;
@@ -105,7 +116,7 @@ static void read_checks(void *arg)
 	for (int i = 0; i < 16; i++) /* first touch: a forbidden read faults here */
 		(void)c->read(c->ctx);
 	for (int round = 0; round < CHECK_ROUNDS; round++) {
-		ev->rc = nc__counter_check(c, CHECK_READS, &ev->res, &ev->cost, ev->why,
+		ev->rc = nc__counter_check(c, ev->reads, &ev->res, &ev->cost, ev->why,
 					   sizeof(ev->why));
 		if (ev->rc != NC_CHECK_STILL)
 			break; /* passed, or went backwards: reading longer cannot help */
@@ -120,12 +131,13 @@ static void read_checks(void *arg)
 		return;
 	}
 	if (c->stated) {
-		struct nc_hz_source s[NC_MAX_HZ_SOURCES];
+		struct nc_hz_source *s = stated_src[ev->i];
 		int n = c->stated(ev->m, s, NC_MAX_HZ_SOURCES);
+		stated_n[ev->i] = n;
 		for (int i = 0; i < n; i++)
 			if (nc__hz_valid(s[i].hz)) {
 				ev->hz = s[i].hz;
-				snprintf(ev->hz_src, sizeof(ev->hz_src), "%s", s[i].name);
+				nc__copy(ev->hz_src, sizeof(ev->hz_src), s[i].name);
 				return;
 			}
 	}
@@ -143,16 +155,27 @@ static const char *sig_name(int sig)
 	}
 }
 
-/* Phases 1-3 for candidate i; fills cands[i]. */
-static void evaluate_one(const struct nc__machine *m, const struct nc__counter *c,
-			 struct nc_candidate *ci, int i)
+int nc__select_stated(int i, struct nc_hz_source *out, int max)
 {
-	snprintf(ci->name, sizeof(ci->name), "%s", c->name);
-	snprintf(ci->what, sizeof(ci->what), "%s", c->what ? c->what : "");
+	if (i < 0 || i >= NC_MAX_CANDIDATES || stated_n[i] < 0)
+		return -1;
+	int n = stated_n[i] < max ? stated_n[i] : max;
+	memcpy(out, stated_src[i], sizeof(out[0]) * (size_t)n);
+	return n;
+}
+
+/* Phases 1-3 for candidate i (reads: per round of the monotonic check);
+ * fills cands[i]. */
+static void evaluate_one(const struct nc__machine *m, const struct nc__counter *c,
+			 struct nc_candidate *ci, int i, int reads)
+{
+	nc__copy(ci->name, sizeof(ci->name), c->name);
+	nc__copy(ci->what, sizeof(ci->what), c->what ? c->what : "");
 	ci->penalty_ns = c->penalty_ns;
 	ci->status = NC_CAND_REJECTED;
 	uses[i] = c;
 	ext_used[i] = 0;
+	stated_n[i] = -1;
 	char why[160] = "";
 	if (c->available && c->available(m, why, sizeof(why)) != 0) {
 		snprintf(ci->reason, sizeof(ci->reason), "%s", why[0] ? why : "not available");
@@ -167,6 +190,8 @@ static void evaluate_one(const struct nc__machine *m, const struct nc__counter *
 	memset(&ev, 0, sizeof(ev));
 	ev.c = uses[i];
 	ev.m = m;
+	ev.i = i;
+	ev.reads = reads;
 	int sig = 0;
 	if (c->trap)
 		sig = nc__trap_run(read_checks, &ev);
@@ -195,7 +220,7 @@ static void evaluate_one(const struct nc__machine *m, const struct nc__counter *
 	ci->cost_ns = ev.cost;
 	ci->score = ci->resolution_ns + ci->cost_ns + ci->penalty_ns;
 	snprintf(ci->reason, sizeof(ci->reason), "monotonic and advancing in %d reads%s%s",
-		 CHECK_READS, c->bits < 64 ? "; extended to 64 bits" : "",
+		 reads, c->bits < 64 ? "; extended to 64 bits" : "",
 		 strcmp(c->name, "tsc") == 0 && m->kv.tsc_unstable == 1
 			 ? "; kernel distrusts it, our checks pass" : "");
 }
@@ -288,13 +313,13 @@ void nc__select(const struct nc__machine *m, const struct nc__registered *reg,
 			if (list[i] == hw)
 				h = i;
 		if (h >= 0) {
-			evaluate_one(m, list[h], &cands[h], h);
+			evaluate_one(m, list[h], &cands[h], h, RECORD_READS);
 			if (cands[h].status == NC_CAND_USABLE) {
 				for (int i = 0; i < n; i++) {
 					if (i == h)
 						continue;
-					snprintf(cands[i].name, sizeof(cands[i].name), "%s", list[i]->name);
-					snprintf(cands[i].what, sizeof(cands[i].what), "%s",
+					nc__copy(cands[i].name, sizeof(cands[i].name), list[i]->name);
+					nc__copy(cands[i].what, sizeof(cands[i].what),
 						 list[i]->what ? list[i]->what : "");
 					cands[i].penalty_ns = list[i]->penalty_ns;
 					cands[i].status = NC_CAND_SKIPPED;
@@ -311,7 +336,7 @@ void nc__select(const struct nc__machine *m, const struct nc__registered *reg,
 		}
 	}
 	for (int i = 0; i < n; i++)
-		evaluate_one(m, list[i], &cands[i], i);
+		evaluate_one(m, list[i], &cands[i], i, CHECK_READS);
 
 	int f = pick_forced(reg, env_counter, cands, n, sel);
 	if (f >= 0) {
@@ -330,6 +355,6 @@ void nc__select_next(struct nc_candidate *cands, int n, const char *why, struct 
 	snprintf(cands[sel->index].reason, sizeof(cands[sel->index].reason), "%s", why);
 	for (int i = 0; i < n; i++) /* those a shared record let us skip: measured now */
 		if (cands[i].status == NC_CAND_SKIPPED)
-			evaluate_one(sel_machine, sel_list[i], &cands[i], i);
+			evaluate_one(sel_machine, sel_list[i], &cands[i], i, CHECK_READS);
 	set_selected(cands, best_or_fallback(cands, n), sel);
 }

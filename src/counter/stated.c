@@ -21,11 +21,11 @@ void nc__src_set(struct nc_hz_source *s, const char *name, double hz, double res
 		 const char *reason)
 {
 	memset(s, 0, sizeof(*s));
-	snprintf(s->name, sizeof(s->name), "%s", name);
+	nc__copy(s->name, sizeof(s->name), name);
 	s->hz = hz;
 	s->resolution_hz = resolution_hz;
 	s->status = NC_SRC_ABSENT;
-	snprintf(s->reason, sizeof(s->reason), "%s", reason);
+	nc__copy(s->reason, sizeof(s->reason), reason);
 }
 
 /* The kernel's own TSC-to-ns conversion, published to user space in the

@@ -13,9 +13,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <fcntl.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 
@@ -74,24 +71,15 @@ static void cpuinfo_mhz(struct nc_hz_source *s, const struct nc__machine *m)
 			    "/proc/cpuinfo cpu MHz with tsc_known_freq");
 }
 
-static void sysfs_khz(struct nc_hz_source *s)
+static void sysfs_khz(struct nc_hz_source *s, const struct nc__machine *m)
 {
-	/* open and read, not stdio: no allocation on the first call's path */
-	int fd = open("/sys/devices/system/cpu/cpu0/tsc_freq_khz", O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
+	if (m->sysfs_tsc_khz == 0)
 		nc__src_set(s, "sysfs-tsc_freq_khz", 0, 0, "no /sys/.../cpu0/tsc_freq_khz");
-		return;
-	}
-	char b[32];
-	ssize_t n = read(fd, b, sizeof(b) - 1);
-	close(fd);
-	b[n > 0 ? n : 0] = 0;
-	char *end;
-	unsigned long long khz = strtoull(b, &end, 10);
-	if (end == b || khz == 0)
+	else if (m->sysfs_tsc_khz < 0)
 		nc__src_set(s, "sysfs-tsc_freq_khz", 0, 0, "unreadable tsc_freq_khz");
 	else
-		nc__src_set(s, "sysfs-tsc_freq_khz", (double)khz * 1e3, 500, "kernel tsc_freq_khz");
+		nc__src_set(s, "sysfs-tsc_freq_khz", (double)m->sysfs_tsc_khz * 1e3, 500,
+			    "kernel tsc_freq_khz");
 }
 
 static void cpuid_15h(struct nc_hz_source *s, const struct nc__cpuid *c)
@@ -131,7 +119,7 @@ static int tsc_stated(const struct nc__machine *m, struct nc_hz_source *out, int
 	cpuid_15h(&out[0], m->cpuid);
 	cpuid_hv(&out[1], m->cpuid);
 	cpuinfo_mhz(&out[2], m);
-	sysfs_khz(&out[3]);
+	sysfs_khz(&out[3], m);
 	return 4;
 }
 

@@ -37,10 +37,22 @@ struct u128 {
 	uint64_t hi, lo;
 };
 
-/* n / d rounded to the nearest integer (ties up), for d < 2^62.  Plain
- * shift-and-subtract: 128 steps, portable to targets without __int128. */
+/* n / d rounded to the nearest integer (ties up), for d < 2^62: the
+ * compiler's 128-bit division where it has one, else shift-and-subtract
+ * (128 steps: ~20,000 instructions for a start's conversions, a tenth of
+ * what a start with a shared record executes). */
 static struct u128 div_round(struct u128 n, uint64_t d)
 {
+#ifdef __SIZEOF_INT128__
+	__extension__ typedef unsigned __int128 wide;
+	wide nn = ((wide)n.hi << 64) | n.lo;
+	wide qq = nn / d;
+	uint64_t r = (uint64_t)(nn % d);
+	if (r >= d - r) /* 2*rem >= d without overflow */
+		qq++;
+	struct u128 out = {(uint64_t)(qq >> 64), (uint64_t)qq};
+	return out;
+#else
 	struct u128 q = {0, 0};
 	uint64_t rem = 0;
 	for (int i = 127; i >= 0; i--) {
@@ -59,6 +71,7 @@ static struct u128 div_round(struct u128 n, uint64_t d)
 			q.hi++;
 	}
 	return q;
+#endif
 }
 
 static struct u128 shl(uint64_t v, unsigned s)

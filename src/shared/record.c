@@ -156,15 +156,6 @@ static int ids(void)
 	return 0;
 }
 
-/* strncpy without its missing terminator: async-signal-safe, unlike snprintf */
-static void copy(char *dst, size_t n, const char *src)
-{
-	size_t l = strlen(src);
-	if (l >= n)
-		l = n - 1;
-	memcpy(dst, src, l);
-	memset(dst + l, 0, n - l);
-}
 
 /* Sharing is for the machine's own hardware counter, measured against the
  * real CLOCK_MONOTONIC_RAW: not for an OS clock (exact already), an
@@ -478,7 +469,7 @@ static int fill(struct rec *r, int sync_verdict, double shift_ns, uint32_t ncpus
 		return NC_ESYS;
 	}
 	memcpy(r->boot_id, sh.boot, sizeof(r->boot_id));
-	copy(r->lib_version, sizeof(r->lib_version), lib_id());
+	nc__copy(r->lib_version, sizeof(r->lib_version), lib_id());
 	r->facts_size = sizeof(r->facts);
 	nc__counter_machine_facts(&r->facts);
 	if (why) { /* (snprintf: not on a refresh's path) */
@@ -492,7 +483,7 @@ static int fill(struct rec *r, int sync_verdict, double shift_ns, uint32_t ncpus
 	memcpy(r->magic, MAGIC, sizeof(MAGIC));
 	r->version = REC_VERSION;
 	r->size = sizeof(*r);
-	copy(r->counter, sizeof(r->counter), nc__counter()->name);
+	nc__copy(r->counter, sizeof(r->counter), nc__counter()->name);
 	r->hz = m.hz;
 	r->ppm = m.ppm;
 	r->worst_ppm = a->worst_ppm > m.ppm ? a->worst_ppm : m.ppm;

@@ -79,6 +79,15 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t last;
 static long inversions, reads;
 static int turn;
+/* On a busy machine a hand-off waits for the scheduler to run the other
+ * thread (seen: 400 turns a second with two busy loops on 2 CPUs, so
+ * 300,000 turns would take 12 minutes): after ALT_SECONDS the run stops
+ * once it has ALT_MIN_TURNS, however many it was asked for.  Load changes
+ * how many hand-offs are checked, never what is asserted of each. */
+#define ALT_SECONDS 2
+#define ALT_MIN_TURNS 3000
+static int64_t alt_deadline;
+static int alt_stop; /* under mu */
 
 struct alt {
 	int id;
@@ -90,6 +99,16 @@ static void *alternate(void *arg)
 	struct alt *a = arg;
 	for (long i = 0; i < a->n;) {
 		pthread_mutex_lock(&mu);
+		if (alt_stop) {
+			pthread_mutex_unlock(&mu);
+			break;
+		}
+		if (reads >= 2 * ALT_MIN_TURNS && (reads & 255) == 0 &&
+		    nc__mono_raw_ns() > alt_deadline) {
+			alt_stop = 1;
+			pthread_mutex_unlock(&mu);
+			break;
+		}
 		if (turn == a->id) {
 			uint64_t v = nc_now_ns();
 			if (v < last)
@@ -119,16 +138,22 @@ static void test_monotonic_across_threads(void **state)
 	struct alt a0 = {0, turns}, a1 = {1, turns};
 	last = 0;
 	inversions = reads = 0;
+	alt_stop = 0;
 	int64_t start = nc__mono_raw_ns();
+	alt_deadline = start + (int64_t)ALT_SECONDS * 1000000000;
 	assert_int_equal(pthread_create(&t0, NULL, alternate, &a0), 0);
 	assert_int_equal(pthread_create(&t1, NULL, alternate, &a1), 0);
 	pthread_join(t0, NULL);
 	pthread_join(t1, NULL);
 	int64_t took = nc__mono_raw_ns() - start;
 	nc_get_info(&after);
-	assert_int_equal(reads, 2 * turns);
+	if (!(reads == 2 * turns || (alt_stop && reads >= 2 * ALT_MIN_TURNS)))
+		fail_msg("%ld reads, %ld turns asked for", reads, turns);
 	if (inversions != 0)
 		fail_msg("%ld of %ld reads went backwards", inversions, reads);
+	if (reads < 2 * turns)
+		printf("  %ld of %ld hand-offs in %.1f s (a busy machine: fewer, each checked)\n",
+		       reads, 2 * turns, (double)took / 1e9);
 	/* the run spans epochs whenever it lasts longer than the first epoch
 	 * (8 ms): refreshes happened during it, under the readers' feet */
 	if (strcmp(after.counter, "tsc") == 0 && took > 100000000)

@@ -72,12 +72,12 @@ int nc_get_info(struct nc_info *o)
 	nc__rate_info(o);
 	o->seconds_before_wrap = before_wrap(t, now);
 	o->init_ms = nc__init_ms();
-	snprintf(o->hz_env, sizeof(o->hz_env), "%s", cfg->hz_text);
+	nc__copy(o->hz_env, sizeof(o->hz_env), cfg->hz_text);
 	nc__events_get(&o->events);
 	o->unix_refresh_ms = nc__wall_period_ms();
 	o->upkeep_running = nc__upkeep_running();
-	snprintf(o->upkeep_note, sizeof(o->upkeep_note), "%s", nc__upkeep_note());
-	snprintf(o->env_ignored, sizeof(o->env_ignored), "%s", cfg->ignored);
+	nc__copy(o->upkeep_note, sizeof(o->upkeep_note), nc__upkeep_note());
+	nc__copy(o->env_ignored, sizeof(o->env_ignored), cfg->ignored);
 	o->calib_target_ppm = cfg->calib_ppm;
 	o->calib_max_ms = cfg->calib_max_ms;
 	snprintf(o->calib_status, sizeof(o->calib_status), "%s",

@@ -541,12 +541,13 @@ static void test_killed_writer(void **state)
 
 /* 32 processes start at once while a writer rewrites the record every
  * millisecond: each adopts it or calibrates, none dies, every clock works,
- * and the adopters agree on the rate within the record's uncertainty. */
-static void test_many_at_once(void **state)
+ * and the adopters agree on the rate within the record's uncertainty.
+ * A round whose record every process refused as off its line is the check
+ * doing its job on a writer whose short calibration missed (seen once
+ * under valgrind with both CPUs busy: +35.1 ppm for a stated +-33): it is
+ * printed and run again with a new writer, three rounds at most. */
+static int many_round(int round)
 {
-	(void)state;
-	if (!hw_counter())
-		skip();
 	write_record();
 	pid_t w = fork();
 	assert_true(w >= 0);
@@ -588,7 +589,7 @@ static void test_many_at_once(void **state)
 		}
 		close(pfd[i][1]);
 	}
-	int adopted = 0;
+	int adopted = 0, off_line = 0;
 	double lo = INFINITY, hi = -INFINITY, ppm = 0;
 	for (int i = 0; i < N; i++) {
 		struct seen s;
@@ -605,15 +606,32 @@ static void test_many_at_once(void **state)
 			hi = fmax(hi, s.hz);
 			ppm = fmax(ppm, s.ppm);
 		} else {
+			off_line += strstr(s.status, "off its line") != NULL;
 			print_message("  not adopted: %s\n", s.status);
 		}
 	}
 	kill(w, SIGKILL);
 	waitpid(w, NULL, 0);
-	print_message("  %d of %d adopted; their rates span %.3f ppm (uncertainty %.3f)\n", adopted, N,
-		      adopted ? (hi / lo - 1) * 1e6 : 0.0, ppm);
-	assert_true(adopted >= N / 2);
-	assert_true((hi / lo - 1) * 1e6 <= 2 * ppm);
+	print_message("  round %d: %d of %d adopted; their rates span %.3f ppm (uncertainty %.3f)\n",
+		      round, adopted, N, adopted ? (hi / lo - 1) * 1e6 : 0.0, ppm);
+	if (adopted)
+		assert_true((hi / lo - 1) * 1e6 <= 2 * ppm);
+	if (adopted >= N / 2)
+		return 1;
+	/* only a record every process found off its line earns another round */
+	assert_int_equal(adopted + off_line, N);
+	return 0;
+}
+
+static void test_many_at_once(void **state)
+{
+	(void)state;
+	if (!hw_counter())
+		skip();
+	for (int round = 1; round <= 3; round++)
+		if (many_round(round))
+			return;
+	fail_msg("three writers' records in a row were off their lines");
 }
 
 /* A trace file names the record its rate came from (format 1.1). */

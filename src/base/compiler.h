@@ -43,6 +43,8 @@
  * dozens of these copies), and async-signal-safe */
 static inline void nc__copy(char *dst, size_t n, const char *src)
 {
+	if (n == 0) /* as snprintf(NULL, 0, ...): nothing to write */
+		return;
 	size_t l = __builtin_strlen(src);
 	if (l >= n)
 		l = n - 1;

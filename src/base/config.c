@@ -177,12 +177,12 @@ void nc__config_read_from(struct nc__config *c, double app_ppm, double app_ms,
 				 "NANOCLOCK_COUNTER is longer than any counter name (%zu characters): '%s'",
 				 strlen(v), nc__quote(v, q, sizeof(q)));
 		else
-			snprintf(c->counter, sizeof(c->counter), "%s", v);
+			nc__copy(c->counter, sizeof(c->counter), v);
 	}
 	v = get("NANOCLOCK_HZ", ctx);
 	if (v) {
 		c->hz_set = 1;
-		snprintf(c->hz_text, sizeof(c->hz_text), "%s", v);
+		nc__copy(c->hz_text, sizeof(c->hz_text), v);
 		if (nc__parse_hz(v, &c->hz, c->hz_why, sizeof(c->hz_why)) != 0)
 			c->hz = 0;
 	}
@@ -224,7 +224,7 @@ void nc__config_read_from(struct nc__config *c, double app_ppm, double app_ms,
 				 "path of at most %zu bytes", nc__quote(v, q, sizeof(q)),
 				 sizeof(c->shared_path) - 9);
 		} else {
-			snprintf(c->shared_path, sizeof(c->shared_path), "%s", v);
+			nc__copy(c->shared_path, sizeof(c->shared_path), v);
 		}
 	}
 	v = get("NANOCLOCK_UNIX_REFRESH_MS", ctx);

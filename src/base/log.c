@@ -232,7 +232,7 @@ static void render(const struct report *r, char *out, size_t outlen)
 	size_t o = 0;
 	unsigned k = 0;
 	if (r->bad) {
-		snprintf(out, outlen, "%s", r->fmt);
+		nc__copy(out, outlen, r->fmt);
 		return;
 	}
 	for (const char *p = r->fmt; *p && o + 1 < outlen;) {
@@ -262,7 +262,7 @@ static void render(const struct report *r, char *out, size_t outlen)
 			}
 		}
 		if (!*p || k >= r->n) {
-			snprintf(out, outlen, "%s", r->fmt);
+			nc__copy(out, outlen, r->fmt);
 			return;
 		}
 		spec[s++] = *p++;

@@ -38,7 +38,7 @@ void nc__utc_decode(const struct nc__kclock *k, int have_k, double tie_error_ns,
 	if (why) {
 		st->synchronised = 0;
 		st->utc_error_ns = -1;
-		snprintf(st->why, sizeof(st->why), "%s", why);
+		nc__copy(st->why, sizeof(st->why), why);
 		return;
 	}
 	st->synchronised = 1;

@@ -157,9 +157,9 @@ void nc__counter_info(struct nc_info *o)
 {
 	o->counter = nc__counter()->name;
 	o->resolution_ticks = current.resolution;
-	snprintf(o->policy, sizeof(o->policy), "%s", current.policy);
-	snprintf(o->counter_forced, sizeof(o->counter_forced), "%s", current.sel.forced);
-	snprintf(o->counter_error, sizeof(o->counter_error), "%s", current.sel.error);
+	nc__copy(o->policy, sizeof(o->policy), current.policy);
+	nc__copy(o->counter_forced, sizeof(o->counter_forced), current.sel.forced);
+	nc__copy(o->counter_error, sizeof(o->counter_error), current.sel.error);
 	o->n_candidates = current.ncand;
 	memcpy(o->candidates, current.cands, sizeof(current.cands));
 	o->kernel = current.m.kv;

@@ -132,7 +132,7 @@ void nc__machine_read(struct nc__machine *m)
 	kv->cpuid_rdtscp = c->valid ? c->rdtscp : -1;
 	kv->cpuid_invariant_tsc = c->valid ? c->invariant : -1;
 	kv->cpuid_hypervisor = c->valid ? c->hypervisor : -1;
-	snprintf(kv->hypervisor, sizeof(kv->hypervisor), "%s", c->hv_sig);
+	nc__copy(kv->hypervisor, sizeof(kv->hypervisor), c->hv_sig);
 
 	int proc_ok = read_cpuinfo(m) == 0;
 #if defined(__x86_64__) || defined(__i386__)

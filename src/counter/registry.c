@@ -56,7 +56,7 @@ static int fill(struct slot *s, const struct nc_counter_spec *spec, const char *
 		return NC_ERANGE;
 	memset(s, 0, sizeof(*s));
 	s->spec = *spec;
-	snprintf(s->name, sizeof(s->name), "%s", spec->name);
+	nc__copy(s->name, sizeof(s->name), spec->name);
 	s->spec.name = s->name;
 	s->c.name = s->name;
 	s->c.what = what;

@@ -178,7 +178,7 @@ static void evaluate_one(const struct nc__machine *m, const struct nc__counter *
 	stated_n[i] = -1;
 	char why[160] = "";
 	if (c->available && c->available(m, why, sizeof(why)) != 0) {
-		snprintf(ci->reason, sizeof(ci->reason), "%s", why[0] ? why : "not available");
+		nc__copy(ci->reason, sizeof(ci->reason), why[0] ? why : "not available");
 		return;
 	}
 	if (c->bits < 64) {
@@ -207,7 +207,7 @@ static void evaluate_one(const struct nc__machine *m, const struct nc__counter *
 			 exts[i].backsteps, c->bits);
 	}
 	if (ev.rc) {
-		snprintf(ci->reason, sizeof(ci->reason), "%s", ev.why);
+		nc__copy(ci->reason, sizeof(ci->reason), ev.why);
 		return;
 	}
 	if (ext_used[i])
@@ -215,7 +215,7 @@ static void evaluate_one(const struct nc__machine *m, const struct nc__counter *
 	ci->status = NC_CAND_USABLE;
 	ci->resolution_ticks = ev.res;
 	ci->hz = ev.hz;
-	snprintf(ci->hz_source, sizeof(ci->hz_source), "%s", ev.hz_src);
+	nc__copy(ci->hz_source, sizeof(ci->hz_source), ev.hz_src);
 	ci->resolution_ns = (double)ev.res * 1e9 / ev.hz;
 	ci->cost_ns = ev.cost;
 	ci->score = ci->resolution_ns + ci->cost_ns + ci->penalty_ns;
@@ -259,10 +259,10 @@ static int pick_forced(const struct nc__registered *reg, const char *env_counter
 {
 	if (env_counter && *env_counter) {
 		sel->forced_by = "NANOCLOCK_COUNTER";
-		snprintf(sel->forced, sizeof(sel->forced), "%s", env_counter);
+		nc__copy(sel->forced, sizeof(sel->forced), env_counter);
 	} else if (reg->app) {
 		sel->forced_by = "the application";
-		snprintf(sel->forced, sizeof(sel->forced), "%s", reg->app->name);
+		nc__copy(sel->forced, sizeof(sel->forced), reg->app->name);
 	} else {
 		return -1;
 	}
@@ -352,7 +352,7 @@ void nc__select(const struct nc__machine *m, const struct nc__registered *reg,
 void nc__select_next(struct nc_candidate *cands, int n, const char *why, struct nc__selection *sel)
 {
 	cands[sel->index].status = NC_CAND_REJECTED;
-	snprintf(cands[sel->index].reason, sizeof(cands[sel->index].reason), "%s", why);
+	nc__copy(cands[sel->index].reason, sizeof(cands[sel->index].reason), why);
 	for (int i = 0; i < n; i++) /* those a shared record let us skip: measured now */
 		if (cands[i].status == NC_CAND_SKIPPED)
 			evaluate_one(sel_machine, sel_list[i], &cands[i], i, CHECK_READS);

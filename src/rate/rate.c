@@ -175,7 +175,7 @@ int nc__rate_decide(struct nc_hz_source *stated, int nstated, const struct nc__c
 
 void nc__rate_env_status(const char *text)
 {
-	snprintf(rate.env_status, sizeof(rate.env_status), "%s", text);
+	nc__copy(rate.env_status, sizeof(rate.env_status), text);
 }
 
 int nc__rate_refine(const struct nc__bracket *b)
@@ -287,7 +287,7 @@ void nc__rate_info(struct nc_info *o)
 	o->calib_window_ms = rate.meas_window_ns / 1e6;
 	o->refreshes = rate.refreshes;
 	o->resolution_ns = rate.hz > 0 ? (double)rate.resolution * 1e9 / rate.hz : 0;
-	snprintf(o->hz_env_status, sizeof(o->hz_env_status), "%s", rate.env_status);
+	nc__copy(o->hz_env_status, sizeof(o->hz_env_status), rate.env_status);
 	o->n_hz_sources = rate.nsrc;
 	memcpy(o->hz_sources, rate.src, sizeof(rate.src));
 }

@@ -401,13 +401,13 @@ const struct nc__machine_facts *nc__shared_look(const struct nc__config *cfg, ch
 		return NULL;
 	}
 	if (cfg->shared_path[0])
-		snprintf(sh.own_path, sizeof(sh.own_path), "%s", cfg->shared_path);
+		nc__copy(sh.own_path, sizeof(sh.own_path), cfg->shared_path);
 	else
 		user_path(sh.own_path, sizeof(sh.own_path));
 	const char *p[2];
 	int n = places(cfg, p);
 	for (int i = 0; i < n; i++) {
-		snprintf(sh.path, sizeof(sh.path), "%s", p[i]);
+		nc__copy(sh.path, sizeof(sh.path), p[i]);
 		if (load_record(p[i], cfg, &sh.cand, why, sizeof(why))) {
 			sh.cand_i = i;
 			memcpy(counter, sh.cand.counter, 16);
@@ -435,7 +435,7 @@ int nc__shared_adopt(const struct nc__config *cfg, struct nc__calib *out, struct
 	int n = places(cfg, p);
 	for (int i = sh.cand_i; i < n; i++) {
 		struct rec r;
-		snprintf(sh.path, sizeof(sh.path), "%s", p[i]);
+		nc__copy(sh.path, sizeof(sh.path), p[i]);
 		int ok = i == sh.cand_i ? (r = sh.cand, 1) : load_record(p[i], cfg, &r, why, sizeof(why));
 		if (ok && check_line(&r, out, start, why, sizeof(why))) {
 			sh.adopted = sh.have_r = 1;
@@ -577,7 +577,7 @@ int nc__shared_write(const char *path, int sync_verdict, double sync_shift_ns, u
 	struct rec r;
 	int rc = fill(&r, sync_verdict, sync_shift_ns, sync_ncpus, why, whylen);
 	if (rc == 0) {
-		snprintf(r.writer, sizeof(r.writer), "%s", path ? "daemon" : "process");
+		nc__copy(r.writer, sizeof(r.writer), path ? "daemon" : "process");
 		const char *p = path ? path : sh.own_path;
 		char own[256];
 		if (!p[0]) {
@@ -589,7 +589,7 @@ int nc__shared_write(const char *path, int sync_verdict, double sync_shift_ns, u
 			sh.published = sh.have_r = 1;
 			sh.adopted = 0;
 			sh.r = r;
-			snprintf(sh.path, sizeof(sh.path), "%s", p);
+			nc__copy(sh.path, sizeof(sh.path), p);
 		}
 	}
 	return rc;
@@ -606,7 +606,7 @@ void nc__shared_publish_own(void)
 		if (write_rec(sh.own_path, &r, why, sizeof(why)) == 0) {
 			sh.published = sh.have_r = 1;
 			sh.r = r;
-			snprintf(sh.path, sizeof(sh.path), "%s", sh.own_path);
+			nc__copy(sh.path, sizeof(sh.path), sh.own_path);
 			status_add(sh.own_path, "written by this process");
 			return;
 		}
@@ -669,13 +669,13 @@ void nc__shared_status(struct nc_shared_status *st)
 	memset(st, 0, sizeof(*st));
 	st->adopted = sh.adopted;
 	st->published = sh.published;
-	snprintf(st->path, sizeof(st->path), "%s", sh.looked ? sh.path : "");
-	snprintf(st->status, sizeof(st->status), "%s", sh.status);
+	nc__copy(st->path, sizeof(st->path), sh.looked ? sh.path : "");
+	nc__copy(st->status, sizeof(st->status), sh.status);
 	st->sync_verdict = -1;
 	if (!sh.have_r)
 		return;
 	const struct rec *r = &sh.r;
-	snprintf(st->writer, sizeof(st->writer), "%s", r->writer);
+	nc__copy(st->writer, sizeof(st->writer), r->writer);
 	st->writer_uid = r->writer_uid;
 	st->writer_pid = r->writer_pid;
 	st->generation = r->generation;

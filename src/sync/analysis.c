@@ -276,7 +276,7 @@ void nc__sync_report(struct nc__sync_acc *a, unsigned min_enclosed, double hz, i
 		} else {
 			rep->verdict = NC_SYNC_CONSISTENT;
 		}
-		snprintf(rep->evidence, sizeof(rep->evidence), "%s", a->evidence);
+		nc__copy(rep->evidence, sizeof(rep->evidence), a->evidence);
 		rep->bad_cpu = a->bad_idx >= 0 && rep->verdict == NC_SYNC_INCONSISTENT
 				       ? a->cpus[a->bad_idx] : -1;
 	}

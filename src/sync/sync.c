@@ -257,7 +257,7 @@ static int switch_round(const int *cpus, int ncpu, unsigned visits, struct share
 	pthread_join(th, NULL);
 	if (h.rc != 0) {
 		free(h.r);
-		snprintf(why, whylen, "%s", h.why);
+		nc__copy(why, whylen, h.why);
 		return h.rc;
 	}
 	*out = h.r;
@@ -359,7 +359,7 @@ static int run_rounds(const struct nc_sync_options *o, const int *cpus, int ncpu
 			break;
 		}
 		if (rc != 0) {
-			snprintf(rep->evidence, sizeof(rep->evidence), "%s", why);
+			nc__copy(rep->evidence, sizeof(rep->evidence), why);
 			return rc;
 		}
 		nc__sync_analyse_round(a, r, n);

@@ -723,6 +723,6 @@ int nc_trace_read_complete(const struct nc_trace_reader *r, uint64_t *used_bytes
 	if (used_bytes)
 		*used_bytes = r ? r->used : 0;
 	if (why && whylen)
-		snprintf(why, whylen, "%s", r && !r->complete ? r->stop : "");
+		nc__copy(why, whylen, r && !r->complete ? r->stop : "");
 	return r ? r->complete : 0;
 }

@@ -491,7 +491,17 @@ static void test_killed_writer(void **state)
 	/* the same leftover a minute later: its writer is dead */
 	struct timeval old[2] = {{time(NULL) - 60, 0}, {time(NULL) - 60, 0}};
 	assert_int_equal(utimes(tmp, old), 0);
-	s = probe(path);
+	/* a process that did not get to the TSC (its calibration failed and
+	 * it fell back to an OS clock: seen under valgrind with both CPUs
+	 * busy) shares nothing, rightly: another process is asked, three at
+	 * most; none may say the old leftover still blocks it */
+	for (int tries = 0; tries < 3; tries++) {
+		s = probe(path);
+		if (s.published)
+			break;
+		print_message("  not published: %s\n", s.status);
+		assert_null(strstr(s.status, "another writer is busy"));
+	}
 	assert_int_equal(s.published, 1);
 	assert_int_equal(access(tmp, F_OK), -1);
 

@@ -39,7 +39,7 @@
 #define CHECK_READS 1000
 /* the counter a shared record names: its writer read it 1000 times during
  * this boot; this process checks that its own reads work, advance and do
- * not go back (a tenth of the cost: the start a record buys is ~0.1 ms) */
+ * not go back (a fifth of the reads: the start a record buys is ~0.1 ms) */
 #define RECORD_READS 200
 #define CHECK_ROUNDS 10
 #define ROUGH_NS 20000 /* 1e-3 relative: plenty to state a resolution in ns */

@@ -49,9 +49,9 @@
 static const struct nc__counter *uses[NC_MAX_CANDIDATES];
 static struct nc__ext exts[NC_MAX_CANDIDATES];
 static int ext_used[NC_MAX_CANDIDATES];
-/* Each candidate's stated rates, as read by its evaluation (stated_n -1:
- * not read): the rate decision takes them from here, not from the files
- * again. */
+/* Each candidate's stated rates, as read by its evaluation (stated_n is
+ * set to -1 when an evaluation starts, to the count once they are read):
+ * the rate decision takes them from here, not from the files again. */
 static struct nc_hz_source stated_src[NC_MAX_CANDIDATES][NC_MAX_HZ_SOURCES];
 static int stated_n[NC_MAX_CANDIDATES];
 

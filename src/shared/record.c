@@ -156,7 +156,6 @@ static int ids(void)
 	return 0;
 }
 
-
 /* Sharing is for the machine's own hardware counter, measured against the
  * real CLOCK_MONOTONIC_RAW: not for an OS clock (exact already), an
  * application's counter, or a test's simulated world. */

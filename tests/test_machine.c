@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#if defined(__x86_64__) || defined(__i386__)
 /* A copy of /proc/cpuinfo with the word rdtscp taken out of the flags. */
 static const char *cpuinfo_without_rdtscp(void)
 {
@@ -78,6 +79,7 @@ static struct seen in_child(const char *cpuinfo)
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	return k;
 }
+#endif
 
 static void test_rdtscp_needs_the_kernels_word(void **state)
 {

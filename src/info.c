@@ -3,6 +3,7 @@
  * nc_get_info, nc_seconds_before_wrap, and the deferred perf-page source.
  * Each piece comes from the module that owns it, under nc__lib_lock. */
 #include "init.h"
+#include "base/fmt.h"
 #include "base/lock.h"
 #include "clock/events.h"
 #include "clock/upkeep.h"
@@ -80,7 +81,7 @@ int nc_get_info(struct nc_info *o)
 	nc__copy(o->env_ignored, sizeof(o->env_ignored), cfg->ignored);
 	o->calib_target_ppm = cfg->calib_ppm;
 	o->calib_max_ms = cfg->calib_max_ms;
-	snprintf(o->calib_status, sizeof(o->calib_status), "%s",
+	nc__fmt(o->calib_status, sizeof(o->calib_status), "%s",
 		 cfg->calib_why[0]  ? cfg->calib_why
 		 : cfg->unix_why[0] ? cfg->unix_why
 				    : cfg->force_why);

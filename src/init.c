@@ -21,6 +21,7 @@
  * later (info.c).
  */
 #include "init.h"
+#include "base/fmt.h"
 #include "base/lock.h"
 #include "base/log.h"
 #include "base/refclock.h"
@@ -85,7 +86,7 @@ static int calibrate_counter(struct nc__calib *cal)
 		if (rc == 0)
 			return 0;
 		char why[96];
-		snprintf(why, sizeof(why), "calibration failed: %s", nc_strerror(rc));
+		nc__fmt(why, sizeof(why), "calibration failed: %s", nc_strerror(rc));
 		nc__counter_next(why);
 	}
 }
@@ -104,7 +105,7 @@ static void decide_rate(int exact, const struct nc__bracket *shared, const struc
 	set_status(nc__rate_decide(src, n, &init.cfg));
 	if (init.cfg.hz_set && init.cfg.hz == 0) {
 		char why[160];
-		snprintf(why, sizeof(why), "refused: %.150s", init.cfg.hz_why);
+		nc__fmt(why, sizeof(why), "refused: %.150s", init.cfg.hz_why);
 		nc__rate_env_status(why);
 	}
 	if (strstr(init.cfg.ignored, "NANOCLOCK_HZ"))

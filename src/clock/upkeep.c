@@ -21,6 +21,7 @@
  * creating a thread is not async-signal-safe, and reads must be.
  */
 #include "upkeep.h"
+#include "base/fmt.h"
 #include "../shared/shared.h"
 #include "events.h"
 #include "timeline.h"
@@ -155,18 +156,18 @@ static int start_locked(void)
 	a->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	a->tfd = -1;
 	if (a->stop_fd < 0) {
-		snprintf(upkeep.note, sizeof(upkeep.note), "not started: eventfd: %s", strerror(errno));
+		nc__fmt(upkeep.note, sizeof(upkeep.note), "not started: eventfd: %s", strerror(errno));
 		close_arg(a);
 		return NC_ESYS;
 	}
 	upkeep.note[0] = 0;
 	a->tfd = timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (a->tfd < 0)
-		snprintf(upkeep.note, sizeof(upkeep.note),
+		nc__fmt(upkeep.note, sizeof(upkeep.note),
 			 "on time only, clock sets seen within a period: timerfd_create: %s",
 			 strerror(errno));
 	else if (arm_cancel_on_set(a->tfd) != 0) {
-		snprintf(upkeep.note, sizeof(upkeep.note),
+		nc__fmt(upkeep.note, sizeof(upkeep.note),
 			 "on time only, clock sets seen within a period: timerfd_settime: %s",
 			 strerror(errno));
 		close(a->tfd);
@@ -179,7 +180,7 @@ static int start_locked(void)
 	int rc = pthread_create(&upkeep.th, NULL, upkeep_main, a);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
-		snprintf(upkeep.note, sizeof(upkeep.note), "not started: pthread_create: %s", strerror(rc));
+		nc__fmt(upkeep.note, sizeof(upkeep.note), "not started: pthread_create: %s", strerror(rc));
 		close_arg(a);
 		return NC_ESYS;
 	}

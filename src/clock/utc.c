@@ -4,6 +4,7 @@
  * nanoclock's own tie to CLOCK_REALTIME.  Pure: the tests feed it
  * recorded adjtimex results. */
 #include "utc.h"
+#include "base/fmt.h"
 
 #include <stdio.h>
 #include <sys/timex.h>
@@ -19,7 +20,7 @@ void nc__utc_decode(const struct nc__kclock *k, int have_k, double tie_error_ns,
 		st->synchronised = -1;
 		st->kernel_state = -1;
 		st->utc_error_ns = -1;
-		snprintf(st->why, sizeof(st->why), "adjtimex() is not available: UTC error unknown");
+		nc__fmt(st->why, sizeof(st->why), "adjtimex() is not available: UTC error unknown");
 		return;
 	}
 	st->kernel_state = k->state;

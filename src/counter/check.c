@@ -4,6 +4,7 @@
  * smallest nonzero step is its resolution (21 ticks on a VM whose TSC is
  * scaled by the hypervisor, 1 on most bare metal). */
 #include "counter.h"
+#include "base/fmt.h"
 
 #include <math.h>
 
@@ -30,7 +31,7 @@ int nc__counter_check(const struct nc__counter *c, int n, uint64_t *resolution, 
 		}
 		uint64_t v = c->read(c->ctx);
 		if (v < prev) {
-			snprintf(why, whylen, "went backwards by %llu ticks at read %d",
+			nc__fmt(why, whylen, "went backwards by %llu ticks at read %d",
 				 (unsigned long long)(prev - v), i);
 			return NC_ENOCOUNTER;
 		}
@@ -45,7 +46,7 @@ int nc__counter_check(const struct nc__counter *c, int n, uint64_t *resolution, 
 	if (chunk < n && (double)(t1 - tc) / (n - (n - 1) / chunk * chunk) < best)
 		best = (double)(t1 - tc) / (n - (n - 1) / chunk * chunk);
 	if (!advanced) {
-		snprintf(why, whylen, "did not advance in %d reads", n);
+		nc__fmt(why, whylen, "did not advance in %d reads", n);
 		return NC_CHECK_STILL; /* may just be coarse: the caller can read longer */
 	}
 	if (resolution)

@@ -4,6 +4,7 @@
  * once at most afterwards — to CLOCK_MONOTONIC_RAW, if it stops.  This
  * file owns that state. */
 #include "counter.h"
+#include "base/fmt.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,8 +34,8 @@ void nc__counter_choose(const struct nc__registered *reg, const char *env_counte
 		/* an unusable NANOCLOCK_COUNTER value forces nothing, and says so */
 		current.sel.status = NC_ENOCOUNTER;
 		current.sel.forced_by = "NANOCLOCK_COUNTER";
-		snprintf(current.sel.forced, sizeof(current.sel.forced), "(invalid)");
-		snprintf(current.sel.error, sizeof(current.sel.error), "%.180s", env_why);
+		nc__fmt(current.sel.forced, sizeof(current.sel.forced), "(invalid)");
+		nc__fmt(current.sel.error, sizeof(current.sel.error), "%.180s", env_why);
 	}
 	current.status = current.sel.status;
 	current.resolution = current.cands[current.sel.index].resolution_ticks;
@@ -90,7 +91,7 @@ __attribute__((format(printf, 3, 4))) static void append(char *buf, size_t size,
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(buf + l, size - l, fmt, ap);
+	nc__vfmt(buf + l, size - l, fmt, ap);
 	va_end(ap);
 }
 
@@ -107,7 +108,7 @@ void nc__counter_settle(double rate_hz)
 	if (current.sel.ext)
 		nc__ext_set_hz(current.sel.ext, rate_hz);
 	int forced = current.sel.forced[0] && strcmp(current.sel.forced, c->name) == 0;
-	snprintf(current.policy, sizeof(current.policy), "%s selected: %s", c->name,
+	nc__fmt(current.policy, sizeof(current.policy), "%s selected: %s", c->name,
 		 forced ? "forced" : "lowest resolution+cost+penalty among usable candidates");
 	if (current.m.unreadable[0])
 		append(current.policy, sizeof(current.policy),

@@ -6,6 +6,7 @@
  * the rate is measured, and the policy line says so), CPU facts from
  * cpuid.c. */
 #include "counter.h"
+#include "base/fmt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +76,7 @@ static int read_cpuinfo(struct nc__machine *m)
 			for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 				if (has_word(p + 1, want[i])) {
 					size_t l = strlen(kv->cpuinfo_tsc_flags);
-					snprintf(kv->cpuinfo_tsc_flags + l,
+					nc__fmt(kv->cpuinfo_tsc_flags + l,
 						 sizeof(kv->cpuinfo_tsc_flags) - l, "%s%s",
 						 l ? " " : "", want[i]);
 				}
@@ -100,18 +101,18 @@ static void tsc_distrust(struct nc_kernel_view *kv)
 	int have_cmd = read_line("/proc/cmdline", cmd, sizeof(cmd)) == 0;
 	if (has_word(cmd, "tsc=unstable")) {
 		kv->tsc_unstable = 1;
-		snprintf(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),
+		nc__fmt(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),
 			 "boot parameter tsc=unstable");
 	} else if (kv->available_clocksources[0] && !has_word(kv->available_clocksources, "tsc")) {
 		kv->tsc_unstable = 1;
-		snprintf(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),
+		nc__fmt(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),
 			 "tsc is not among the kernel's clocksources");
 	} else if (kv->available_clocksources[0]) {
 		kv->tsc_unstable = 0;
-		snprintf(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),
+		nc__fmt(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),
 			 "tsc is a registered clocksource");
 	} else if (!have_cmd) {
-		snprintf(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),
+		nc__fmt(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),
 			 "/proc/cmdline and the clocksource list are not readable");
 	}
 }
@@ -147,7 +148,7 @@ void nc__machine_read(struct nc__machine *m)
 	/* A minimal container: said in the policy line (init.c), so that
 	 * `nanoclock info` explains the unknowns and the measured rate. */
 	if (!sys_ok || !proc_ok)
-		snprintf(m->unreadable, sizeof(m->unreadable), "%s not readable",
+		nc__fmt(m->unreadable, sizeof(m->unreadable), "%s not readable",
 			 !sys_ok && !proc_ok ? "/proc and /sys" : !sys_ok ? "/sys" : "/proc");
 	nc__machine_process(m);
 }

@@ -31,6 +31,7 @@
  * or fails gives NC_ENOCOUNTER; the clock still runs on the best counter.
  */
 #include "counter.h"
+#include "base/fmt.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -95,12 +96,12 @@ static void rough_rate(struct eval *ev)
 	t1 = c->read_ordered(c->ctx);
 	if (t1 <= t0 || r1 <= r0) {
 		ev->rc = NC_ENOCOUNTER;
-		snprintf(ev->why, sizeof(ev->why), "did not advance over %d us of CLOCK_MONOTONIC_RAW",
+		nc__fmt(ev->why, sizeof(ev->why), "did not advance over %d us of CLOCK_MONOTONIC_RAW",
 			 ROUGH_NS / 1000);
 		return;
 	}
 	ev->hz = (double)(t1 - t0) * 1e9 / (double)(r1 - r0);
-	snprintf(ev->hz_src, sizeof(ev->hz_src), "rough (%d us)", ROUGH_NS / 1000);
+	nc__fmt(ev->hz_src, sizeof(ev->hz_src), "rough (%d us)", ROUGH_NS / 1000);
 	if (!nc__hz_valid(ev->hz)) {
 		ev->rc = NC_ENOCOUNTER;
 		snprintf(ev->why, sizeof(ev->why), "rate %.3g Hz outside 1 kHz .. 100 GHz", ev->hz);
@@ -127,7 +128,7 @@ static void read_checks(void *arg)
 	}
 	if (c->fixed_hz > 0) {
 		ev->hz = c->fixed_hz;
-		snprintf(ev->hz_src, sizeof(ev->hz_src), "exact");
+		nc__fmt(ev->hz_src, sizeof(ev->hz_src), "exact");
 		return;
 	}
 	if (c->stated) {
@@ -198,12 +199,12 @@ static void evaluate_one(const struct nc__machine *m, const struct nc__counter *
 	else
 		read_checks(&ev);
 	if (sig) {
-		snprintf(ci->reason, sizeof(ci->reason), "faulted with %s when read", sig_name(sig));
+		nc__fmt(ci->reason, sizeof(ci->reason), "faulted with %s when read", sig_name(sig));
 		return;
 	}
 	if (ev.rc == 0 && ext_used[i] && exts[i].backsteps) {
 		ev.rc = NC_ENOCOUNTER;
-		snprintf(ev.why, sizeof(ev.why), "went backwards %ld times (modulo 2^%u)",
+		nc__fmt(ev.why, sizeof(ev.why), "went backwards %ld times (modulo 2^%u)",
 			 exts[i].backsteps, c->bits);
 	}
 	if (ev.rc) {
@@ -219,7 +220,7 @@ static void evaluate_one(const struct nc__machine *m, const struct nc__counter *
 	ci->resolution_ns = (double)ev.res * 1e9 / ev.hz;
 	ci->cost_ns = ev.cost;
 	ci->score = ci->resolution_ns + ci->cost_ns + ci->penalty_ns;
-	snprintf(ci->reason, sizeof(ci->reason), "monotonic and advancing in %d reads%s%s",
+	nc__fmt(ci->reason, sizeof(ci->reason), "monotonic and advancing in %d reads%s%s",
 		 reads, c->bits < 64 ? "; extended to 64 bits" : "",
 		 strcmp(c->name, "tsc") == 0 && m->kv.tsc_unstable == 1
 			 ? "; kernel distrusts it, our checks pass" : "");
@@ -247,7 +248,7 @@ static int best_or_fallback(struct nc_candidate *cands, int n)
 	for (int i = 0; i < n; i++)
 		if (uses[i] == &nc__counter_mono_raw)
 			best = i;
-	snprintf(cands[best].reason, sizeof(cands[best].reason),
+	nc__fmt(cands[best].reason, sizeof(cands[best].reason),
 		 "used although no candidate passed the checks");
 	return best;
 }
@@ -273,14 +274,14 @@ static int pick_forced(const struct nc__registered *reg, const char *env_counter
 			continue;
 		if (cands[i].status == NC_CAND_USABLE)
 			return i;
-		snprintf(sel->error, sizeof(sel->error), "counter '%s' rejected: %.120s", q,
+		nc__fmt(sel->error, sizeof(sel->error), "counter '%s' rejected: %.120s", q,
 			 cands[i].reason);
 		sel->status = NC_ENOCOUNTER;
 		return -1;
 	}
-	int l = snprintf(sel->error, sizeof(sel->error), "unknown counter '%s'; candidates:", q);
+	int l = nc__fmt(sel->error, sizeof(sel->error), "unknown counter '%s'; candidates:", q);
 	for (int i = 0; i < n && l > 0 && (size_t)l < sizeof(sel->error); i++)
-		l += snprintf(sel->error + l, sizeof(sel->error) - (size_t)l, " %s", cands[i].name);
+		l += nc__fmt(sel->error + l, sizeof(sel->error) - (size_t)l, " %s", cands[i].name);
 	sel->status = NC_ENOCOUNTER;
 	return -1;
 }
@@ -325,7 +326,7 @@ void nc__select(const struct nc__machine *m, const struct nc__registered *reg,
 					cands[i].status = NC_CAND_SKIPPED;
 					uses[i] = list[i];
 					ext_used[i] = 0;
-					snprintf(cands[i].reason, sizeof(cands[i].reason),
+					nc__fmt(cands[i].reason, sizeof(cands[i].reason),
 						 "not measured: the shared record's counter (%s) was taken",
 						 prefer);
 				}
@@ -341,7 +342,7 @@ void nc__select(const struct nc__machine *m, const struct nc__registered *reg,
 	int f = pick_forced(reg, env_counter, cands, n, sel);
 	if (f >= 0) {
 		size_t l = strlen(cands[f].reason);
-		snprintf(cands[f].reason + l, sizeof(cands[f].reason) - l, "; forced by %s",
+		nc__fmt(cands[f].reason + l, sizeof(cands[f].reason) - l, "; forced by %s",
 			 sel->forced_by);
 		set_selected(cands, f, sel);
 		return;

@@ -10,6 +10,7 @@
  * whether there is a TSC, prctl(PR_GET_TSC) whether this thread may read
  * it (kernel.c), so the TSC is probed without trapping signals. */
 #include "counter.h"
+#include "base/fmt.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -39,17 +40,17 @@ static int tsc_available(const struct nc__machine *m, char *why, size_t whylen)
 {
 	const struct nc__cpuid *c = m->cpuid;
 	if (!c->valid || !c->tsc) {
-		snprintf(why, whylen, "CPUID does not report a TSC");
+		nc__fmt(why, whylen, "CPUID does not report a TSC");
 		return NC_ENOCOUNTER;
 	}
 	if (m->tsc_user_disabled) {
-		snprintf(why, whylen, "RDTSC is disabled for this process (prctl PR_TSC_SIGSEGV)");
+		nc__fmt(why, whylen, "RDTSC is disabled for this process (prctl PR_TSC_SIGSEGV)");
 		return NC_ENOCOUNTER;
 	}
 	int steady = c->invariant || (strstr(m->kv.cpuinfo_tsc_flags, "constant_tsc") &&
 				      strstr(m->kv.cpuinfo_tsc_flags, "nonstop_tsc"));
 	if (!steady) {
-		snprintf(why, whylen, "rate may change with power states (no invariant-TSC bit, "
+		nc__fmt(why, whylen, "rate may change with power states (no invariant-TSC bit, "
 				      "no constant_tsc+nonstop_tsc)");
 		return NC_ENOCOUNTER;
 	}

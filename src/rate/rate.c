@@ -17,6 +17,7 @@
  * baseline from the first calibration's centroid (calibrate.c), and
  * restarted from a new anchor after a discontinuity. */
 #include "rate.h"
+#include "base/fmt.h"
 #include "../base/debug.h"
 #include "../base/latch.h"
 #include "../base/log.h"
@@ -125,7 +126,7 @@ int nc__rate_decide(struct nc_hz_source *stated, int nstated, const struct nc__c
 	int status = 0;
 	if (rate.exact) {
 		if (cfg->hz > 0)
-			snprintf(rate.env_status, sizeof(rate.env_status),
+			nc__fmt(rate.env_status, sizeof(rate.env_status),
 				 "ignored: the counter is an OS clock, exact by definition");
 		return 0;
 	}
@@ -142,13 +143,13 @@ int nc__rate_decide(struct nc_hz_source *stated, int nstated, const struct nc__c
 	if (app) {
 		if (nc__user_rate_ok(app->hz, &m, 0, &claim, &diff, &tol)) {
 			app->status = NC_SRC_ADOPTED;
-			snprintf(app->reason, sizeof(app->reason),
+			nc__fmt(app->reason, sizeof(app->reason),
 				 "used: differs from measurement by %+.3f ppm", diff);
 			use(app->hz, claim, app->name);
 			rate.stated = 1;
 		} else {
 			app->status = NC_SRC_REJECTED;
-			snprintf(app->reason, sizeof(app->reason),
+			nc__fmt(app->reason, sizeof(app->reason),
 				 "refused: differs from measurement by %+.1f ppm (tolerance %.0f)", diff,
 				 tol);
 			status = NC_EOVERRIDE;
@@ -157,14 +158,14 @@ int nc__rate_decide(struct nc_hz_source *stated, int nstated, const struct nc__c
 	if (cfg->hz > 0) {
 		int ok = nc__user_rate_ok(cfg->hz, &m, cfg->hz_force, &claim, &diff, &tol);
 		if (!ok) {
-			snprintf(rate.env_status, sizeof(rate.env_status),
+			nc__fmt(rate.env_status, sizeof(rate.env_status),
 				 "refused: differs from measurement by %+.1f ppm (tolerance %.0f ppm); "
 				 "NANOCLOCK_HZ_FORCE=1 uses it anyway",
 				 diff, tol);
 			status = NC_EOVERRIDE;
 		} else {
 			rate.forced = cfg->hz_force && fabs(diff) > tol;
-			snprintf(rate.env_status, sizeof(rate.env_status), "used%s: differs from measurement by %+.2f ppm",
+			nc__fmt(rate.env_status, sizeof(rate.env_status), "used%s: differs from measurement by %+.2f ppm",
 				 rate.forced ? " (forced by NANOCLOCK_HZ_FORCE)" : "", diff);
 			use(cfg->hz, claim, "env NANOCLOCK_HZ");
 			rate.stated = 1;

@@ -4,6 +4,7 @@
  * measurement against CLOCK_MONOTONIC_RAW (nc__src_agrees).  The counters
  * read what is stated (src/counter/stated.c). */
 #include "rate.h"
+#include "base/fmt.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -40,13 +41,13 @@ int nc__check_stated(const struct nc__meas *m, struct nc_hz_source *src, int n)
 		double diff, tol;
 		if (!nc__src_agrees(&src[i], m, &diff, &tol)) {
 			src[i].status = NC_SRC_REJECTED;
-			snprintf(src[i].reason, sizeof(src[i].reason),
+			nc__fmt(src[i].reason, sizeof(src[i].reason),
 				 "refuted: differs from measurement by %+.2f ppm (tolerance %.2f)", diff,
 				 tol);
 		} else {
 			agree++;
 			src[i].status = NC_SRC_AGREES;
-			snprintf(src[i].reason, sizeof(src[i].reason),
+			nc__fmt(src[i].reason, sizeof(src[i].reason),
 				 "agrees with measurement (%+.3f ppm)", diff);
 		}
 	}

@@ -29,6 +29,7 @@
  * This process's view (status) is written by initialisation and by
  * refreshes, under nc__lib_lock. */
 #include "shared.h"
+#include "base/fmt.h"
 #include "../base/lock.h"
 #include "../base/log.h"
 #include "../base/refclock.h"
@@ -69,7 +70,7 @@ static const char *lib_id(void)
 {
 	static char id[16];
 	if (!id[0])
-		snprintf(id, sizeof(id), "%.7s %s", nc_version(), ARCH);
+		nc__fmt(id, sizeof(id), "%.7s %s", nc_version(), ARCH);
 	return id;
 }
 
@@ -130,19 +131,19 @@ static void cpu_identity(char out[32], const struct nc__cpuid *c)
 {
 	memset(out, 0, 32);
 	if (c->valid) {
-		snprintf(out, 32, "%s %08x", c->vendor, (unsigned)c->signature);
+		nc__fmt(out, 32, "%s %08x", c->vendor, (unsigned)c->signature);
 		return;
 	}
 	struct utsname u;
-	snprintf(out, 32, "%.31s", uname(&u) == 0 ? u.machine : "unknown");
+	nc__fmt(out, 32, "%.31s", uname(&u) == 0 ? u.machine : "unknown");
 }
 
 /* Reasons where the caller wants them: a refresh (why NULL) formats none,
- * snprintf not being async-signal-safe. */
+ * formatting being work a refresh (perhaps in a signal handler) need not do. */
 #define SAY(...)                                       \
 	do {                                           \
 		if (why)                               \
-			snprintf(why, len, __VA_ARGS__); \
+			nc__fmt(why, len, __VA_ARGS__); \
 	} while (0)
 
 /* Once, at initialisation: a refresh may later run in a signal handler. */
@@ -183,9 +184,9 @@ static void user_path(char *out, size_t len)
 {
 	const char *x = secure_getenv("XDG_RUNTIME_DIR");
 	if (x && x[0] == '/' && strlen(x) < len - 32)
-		snprintf(out, len, "%s/nanoclock-record", x);
+		nc__fmt(out, len, "%s/nanoclock-record", x);
 	else
-		snprintf(out, len, "/dev/shm/nanoclock-%u", (unsigned)geteuid());
+		nc__fmt(out, len, "/dev/shm/nanoclock-%u", (unsigned)geteuid());
 }
 
 /* Reads the record at path and checks all that does not need the counter:
@@ -196,34 +197,34 @@ static int load_record(const char *path, const struct nc__config *cfg, struct re
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENOENT)
-			snprintf(why, len, "none");
+			nc__fmt(why, len, "none");
 		else if (errno == ELOOP)
-			snprintf(why, len, "refused: a symbolic link");
+			nc__fmt(why, len, "refused: a symbolic link");
 		else
-			snprintf(why, len, "refused: cannot open (%s)", strerror(errno));
+			nc__fmt(why, len, "refused: cannot open (%s)", strerror(errno));
 		return 0;
 	}
 	struct stat st;
 	ssize_t n = -1;
 	char buf[sizeof(*r) + 1];
 	if (fstat(fd, &st) != 0) {
-		snprintf(why, len, "refused: cannot stat (%s)", strerror(errno));
+		nc__fmt(why, len, "refused: cannot stat (%s)", strerror(errno));
 	} else if (!S_ISREG(st.st_mode)) {
-		snprintf(why, len, "refused: not a regular file (%s)",
+		nc__fmt(why, len, "refused: not a regular file (%s)",
 			 S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a directory"
 										 : "a device or socket");
 	} else if (st.st_uid != 0 && st.st_uid != geteuid()) {
-		snprintf(why, len, "refused: owned by uid %u (neither root nor this user)",
+		nc__fmt(why, len, "refused: owned by uid %u (neither root nor this user)",
 			 (unsigned)st.st_uid);
 	} else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(why, len, "refused: writable by others (mode %04o)",
+		nc__fmt(why, len, "refused: writable by others (mode %04o)",
 			 (unsigned)(st.st_mode & 07777));
 	} else if (st.st_size != (off_t)sizeof(*r)) {
-		snprintf(why, len, "refused: %lld bytes, a record is %zu (truncated or not a record)",
+		nc__fmt(why, len, "refused: %lld bytes, a record is %zu (truncated or not a record)",
 			 (long long)st.st_size, sizeof(*r));
 	} else if ((n = pread(fd, buf, sizeof(buf), 0)) != (ssize_t)sizeof(*r)) {
 		/* one byte more asked: a file that grew since fstat is seen */
-		snprintf(why, len, "refused: read %zd bytes, a record is %zu", n, sizeof(*r));
+		nc__fmt(why, len, "refused: read %zd bytes, a record is %zu", n, sizeof(*r));
 		n = -1;
 	} else {
 		memcpy(r, buf, sizeof(*r));
@@ -233,30 +234,30 @@ static int load_record(const char *path, const struct nc__config *cfg, struct re
 		return 0;
 
 	if (memcmp(r->magic, MAGIC, sizeof(MAGIC)) != 0 || r->size != sizeof(*r)) {
-		snprintf(why, len, "refused: not a nanoclock record");
+		nc__fmt(why, len, "refused: not a nanoclock record");
 		return 0;
 	}
 	if (r->version != REC_VERSION) {
-		snprintf(why, len, "refused: record version %u, this library reads %u", r->version,
+		nc__fmt(why, len, "refused: record version %u, this library reads %u", r->version,
 			 REC_VERSION);
 		return 0;
 	}
 	if (rec_sum(r) != r->checksum) {
-		snprintf(why, len, "refused: checksum does not match (corrupt)");
+		nc__fmt(why, len, "refused: checksum does not match (corrupt)");
 		return 0;
 	}
 	r->boot_id[39] = r->counter[15] = r->cpu[31] = r->writer[15] = 0;
 	if (ids() != 0) {
-		snprintf(why, len, "refused: this boot's id is unreadable");
+		nc__fmt(why, len, "refused: this boot's id is unreadable");
 		return 0;
 	}
 	if (strcmp(sh.boot, r->boot_id) != 0) {
-		snprintf(why, len, "refused: written during another boot");
+		nc__fmt(why, len, "refused: written during another boot");
 		return 0;
 	}
 	r->lib_version[15] = 0;
 	if (strcmp(r->lib_version, lib_id()) != 0 || r->facts_size != sizeof(r->facts)) {
-		snprintf(why, len, "refused: written by nanoclock %.15s, this is %s%s", r->lib_version,
+		nc__fmt(why, len, "refused: written by nanoclock %.15s, this is %s%s", r->lib_version,
 			 lib_id(), r->facts_size != sizeof(r->facts) ? " (another layout)" : "");
 		return 0;
 	}
@@ -273,7 +274,7 @@ static int load_record(const char *path, const struct nc__config *cfg, struct re
 	    r->written_raw_ns > now ||
 	    (double)r->window_ns > 2.0 * (double)(r->written_raw_ns - r->anchor_ns) + 2e6 ||
 	    r->ppm * 1e-6 * (double)r->window_ns < 2 * r->anchor_sd_ns) {
-		snprintf(why, len, "refused: values out of range or inconsistent");
+		nc__fmt(why, len, "refused: values out of range or inconsistent");
 		return 0;
 	}
 	/* the facts' strings are printed: terminated whatever the file says */
@@ -301,7 +302,7 @@ static int check_line(const struct rec *r, struct nc__calib *out, struct nc__bra
 {
 	const struct nc__counter *c = nc__counter();
 	if (strcmp(c->name, r->counter) != 0) {
-		snprintf(why, len, "refused: for counter %.15s, this process uses %s", r->counter, c->name);
+		nc__fmt(why, len, "refused: for counter %.15s, this process uses %s", r->counter, c->name);
 		return 0;
 	}
 	/* the calibration this process takes if the check below passes */
@@ -329,11 +330,11 @@ static int check_line(const struct rec *r, struct nc__calib *out, struct nc__bra
 			b = t;
 	}
 	if (b.width == UINT64_MAX || (double)b.width * 1e9 / r->hz > 1e5) {
-		snprintf(why, len, "refused: no narrow bracket of the counter could be taken now");
+		nc__fmt(why, len, "refused: no narrow bracket of the counter could be taken now");
 		return 0;
 	}
 	if (b.mid <= r->anchor_tick || b.ref <= r->anchor_ns) {
-		snprintf(why, len, "refused: the counter or CLOCK_MONOTONIC_RAW is behind the record's "
+		nc__fmt(why, len, "refused: the counter or CLOCK_MONOTONIC_RAW is behind the record's "
 			 "tie (a reset?)");
 		return 0;
 	}
@@ -349,7 +350,7 @@ static int check_line(const struct rec *r, struct nc__calib *out, struct nc__bra
 		       4 * sqrt(r->sigma_ns * r->sigma_ns + r->anchor_sd_ns * r->anchor_sd_ns) +
 		       (double)b.width / 2 * 1e9 / r->hz + 1;
 	if (!(fabs(dev) <= allow)) {
-		snprintf(why, len, "refused: the counter now is off its line by %+.0f ns over %.3f s "
+		nc__fmt(why, len, "refused: the counter now is off its line by %+.0f ns over %.3f s "
 			 "(%+.3f ppm; allowed %.0f ns)", dev, (double)dy / 1e9, dev / (double)dy * 1e6,
 			 allow);
 		return 0;
@@ -368,7 +369,7 @@ static int check_line(const struct rec *r, struct nc__calib *out, struct nc__bra
 static void status_add(const char *fmt_path, const char *what)
 {
 	size_t l = strlen(sh.status);
-	snprintf(sh.status + l, sizeof(sh.status) - l, "%s%s: %s", l ? "; " : "", fmt_path, what);
+	nc__fmt(sh.status + l, sizeof(sh.status) - l, "%s%s: %s", l ? "; " : "", fmt_path, what);
 }
 
 /* The places, in order: NANOCLOCK_SHARED's path alone, or the system's
@@ -391,12 +392,12 @@ const struct nc__machine_facts *nc__shared_look(const struct nc__config *cfg, ch
 	sh.looked = 1;
 	sh.cand_i = -1;
 	if (cfg->shared_off) {
-		snprintf(sh.status, sizeof(sh.status), "off (%s)",
+		nc__fmt(sh.status, sizeof(sh.status), "off (%s)",
 			 cfg->shared_why[0] ? cfg->shared_why : "NANOCLOCK_SHARED=off");
 		return NULL;
 	}
 	if (nc__ref_simulated()) {
-		snprintf(sh.status, sizeof(sh.status), "not used: the reference clocks are simulated");
+		nc__fmt(sh.status, sizeof(sh.status), "not used: the reference clocks are simulated");
 		return NULL;
 	}
 	if (cfg->shared_path[0])
@@ -427,7 +428,7 @@ int nc__shared_adopt(const struct nc__config *cfg, struct nc__calib *out, struct
 	if (!shareable(why, sizeof(why))) {
 		status_add(sh.path, "not used");
 		size_t l = strlen(sh.status);
-		snprintf(sh.status + l, sizeof(sh.status) - l, " (%s)", why);
+		nc__fmt(sh.status + l, sizeof(sh.status) - l, " (%s)", why);
 		return 0;
 	}
 	const char *p[2];
@@ -601,7 +602,7 @@ void nc__shared_publish_own(void)
 	char why[192];
 	struct rec r;
 	if (fill(&r, -1, 0, 0, why, sizeof(why)) == 0) {
-		snprintf(r.writer, sizeof(r.writer), "process");
+		nc__fmt(r.writer, sizeof(r.writer), "process");
 		if (write_rec(sh.own_path, &r, why, sizeof(why)) == 0) {
 			sh.published = sh.have_r = 1;
 			sh.r = r;
@@ -611,7 +612,7 @@ void nc__shared_publish_own(void)
 		}
 	}
 	char msg[240];
-	snprintf(msg, sizeof(msg), "not written: %s", why);
+	nc__fmt(msg, sizeof(msg), "not written: %s", why);
 	status_add(sh.own_path, msg);
 }
 

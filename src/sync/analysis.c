@@ -49,6 +49,7 @@
  * measures the hand-off and projects the time for 64 and 256 CPUs.
  */
 #include "sync_internal.h"
+#include "base/fmt.h"
 #include "nanoclock_sync.h"
 
 #include <stdarg.h>
@@ -115,7 +116,7 @@ static void note(struct nc__sync_acc *a, int idx, const char *fmt, ...)
 		return; /* the first piece of evidence is kept */
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(a->evidence, sizeof(a->evidence), fmt, ap);
+	nc__vfmt(a->evidence, sizeof(a->evidence), fmt, ap);
 	va_end(ap);
 	a->bad_idx = idx;
 }

@@ -5,6 +5,7 @@
  * the readings mean is sync_analysis.c's business.
  */
 #include "sync_internal.h"
+#include "base/fmt.h"
 #include "../base/lock.h"
 #include "../base/log.h"
 #include "../base/refclock.h"
@@ -106,12 +107,12 @@ static int start_workers(const int *cpus, int ncpu, unsigned probes, struct shar
 		w[i].seqs = malloc(sizeof(uint64_t) * probes);
 		w[i].ticks = malloc(sizeof(uint64_t) * probes);
 		if (!w[i].seqs || !w[i].ticks) {
-			snprintf(why, whylen, "out of memory");
+			nc__fmt(why, whylen, "out of memory");
 			return NC_ESYS;
 		}
 		if (i == nc__sync_fail_create_at ||
 		    pthread_create(&w[i].th, NULL, cop_worker, &w[i]) != 0) {
-			snprintf(why, whylen, "could not create the thread for CPU %d", cpus[i]);
+			nc__fmt(why, whylen, "could not create the thread for CPU %d", cpus[i]);
 			return NC_ESYS;
 		}
 		(*created)++;
@@ -127,7 +128,7 @@ static int release_and_join(struct worker *w, int created, int rc, struct shared
 {
 	while (rc == 0 && __atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE) < created) {
 		if (nc__mono_raw_ns() > sh->deadline_ns) {
-			snprintf(why, whylen, "threads did not start within the time limit");
+			nc__fmt(why, whylen, "threads did not start within the time limit");
 			rc = 1;
 			break;
 		}
@@ -141,7 +142,7 @@ static int release_and_join(struct worker *w, int created, int rc, struct shared
 		pthread_join(w[i].th, NULL);
 	for (int i = 0; i < created && rc == 0; i++)
 		if (!w[i].pinned) {
-			snprintf(why, whylen, "could not pin a thread to CPU %d", w[i].cpu);
+			nc__fmt(why, whylen, "could not pin a thread to CPU %d", w[i].cpu);
 			rc = NC_ESYS;
 		}
 	return rc;
@@ -157,13 +158,13 @@ static int gather(const struct worker *w, int created, struct nc__sync_rec **out
 		total += w[i].count;
 	struct nc__sync_rec *r = calloc(total ? total : 1, sizeof(*r));
 	if (!r) {
-		snprintf(why, whylen, "out of memory");
+		nc__fmt(why, whylen, "out of memory");
 		return NC_ESYS;
 	}
 	for (int i = 0; i < created; i++)
 		for (unsigned k = 0; k < w[i].count; k++) {
 			if (w[i].seqs[k] >= total) {
-				snprintf(why, whylen, "sequence numbers are not contiguous");
+				nc__fmt(why, whylen, "sequence numbers are not contiguous");
 				free(r);
 				return NC_ESYS;
 			}
@@ -182,7 +183,7 @@ static int cop_round(const int *cpus, int ncpu, unsigned probes, struct shared *
 {
 	struct worker *w = calloc((size_t)ncpu, sizeof(*w));
 	if (!w) {
-		snprintf(why, whylen, "out of memory");
+		nc__fmt(why, whylen, "out of memory");
 		return NC_ESYS;
 	}
 	int created;
@@ -221,7 +222,7 @@ static void *hop_worker(void *arg)
 				return NULL;
 			if (nc__pin_self(h->cpus[idx]) != 0 || sched_getcpu() != h->cpus[idx]) {
 				h->rc = NC_ESYS;
-				snprintf(h->why, sizeof(h->why), "could not move to CPU %d", h->cpus[idx]);
+				nc__fmt(h->why, sizeof(h->why), "could not move to CPU %d", h->cpus[idx]);
 				return NULL;
 			}
 			h->r[h->n].idx = (uint32_t)idx;
@@ -245,13 +246,13 @@ static int switch_round(const int *cpus, int ncpu, unsigned visits, struct share
 	h.sh = sh;
 	h.r = calloc((size_t)visits * (size_t)(ncpu + 1), sizeof(*h.r));
 	if (!h.r) {
-		snprintf(why, whylen, "out of memory");
+		nc__fmt(why, whylen, "out of memory");
 		return NC_ESYS;
 	}
 	pthread_t th;
 	if (nc__sync_fail_create_at == 0 || pthread_create(&th, NULL, hop_worker, &h) != 0) {
 		free(h.r);
-		snprintf(why, whylen, "could not create the switching thread");
+		nc__fmt(why, whylen, "could not create the switching thread");
 		return NC_ESYS;
 	}
 	pthread_join(th, NULL);
@@ -317,7 +318,7 @@ static int cpu_list(int *cpus, struct nc_sync_report *rep)
 {
 	cpu_set_t mask;
 	if (pthread_getaffinity_np(pthread_self(), sizeof(mask), &mask) != 0) {
-		snprintf(rep->evidence, sizeof(rep->evidence), "cannot read the thread's affinity");
+		nc__fmt(rep->evidence, sizeof(rep->evidence), "cannot read the thread's affinity");
 		return -1;
 	}
 	int ncpu = 0;
@@ -398,7 +399,7 @@ int nc_sync_check(const struct nc_sync_options *opt, struct nc_sync_report *rep)
 	if (!sh || !a) {
 		free(sh);
 		free(a);
-		snprintf(rep->evidence, sizeof(rep->evidence), "out of memory");
+		nc__fmt(rep->evidence, sizeof(rep->evidence), "out of memory");
 		return NC_ESYS;
 	}
 	memset(sh, 0, sizeof(*sh));

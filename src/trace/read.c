@@ -19,6 +19,7 @@
  * it stops (a record running past the end, stray bytes, a tail of zeros).
  */
 #include "trace_internal.h"
+#include "base/fmt.h"
 
 #include <errno.h>
 #include <math.h>
@@ -37,7 +38,7 @@ static int fail(char *why, size_t whylen, int rc, const char *fmt, ...)
 	if (why && whylen) {
 		va_list ap;
 		va_start(ap, fmt);
-		vsnprintf(why, whylen, fmt, ap);
+		nc__vfmt(why, whylen, fmt, ap);
 		va_end(ap);
 	}
 	return rc;
@@ -405,13 +406,13 @@ static void cut_short(struct nc_trace_reader *r, uint64_t off, const char *fmt, 
 {
 	r->complete = 0;
 	r->used = off;
-	int k = snprintf(r->stop, sizeof(r->stop), "cut short at byte %llu of %llu: ",
+	int k = nc__fmt(r->stop, sizeof(r->stop), "cut short at byte %llu of %llu: ",
 			 (unsigned long long)off, (unsigned long long)r->size);
 	if (k < 0 || (size_t)k >= sizeof(r->stop))
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(r->stop + k, sizeof(r->stop) - (size_t)k, fmt, ap);
+	nc__vfmt(r->stop + k, sizeof(r->stop) - (size_t)k, fmt, ap);
 	va_end(ap);
 }
 

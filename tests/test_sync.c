@@ -67,11 +67,8 @@ static struct nc_sync_report rep; /* large: keep it off the stack */
  * around it: on one host the honest check saw "reading on CPU 1 came 26
  * ticks below the one before it" in 8 of 9 runs (riscv64).  There the
  * check's "inconsistent" is the truth about the emulator's counter, not a
- * fault of nanoclock: the tests below accept it only under emulation, and
- * only for a decrease no larger than twice the largest disorder measured
- * here (the check makes about as many hand-offs as the measurement; the
- * factor 2 covers the tail a sample of 50000 misses).  Anything else fails
- * as it would on hardware. */
+ * fault of nanoclock: the tests below accept it only under emulation
+ * (emulator_disorder).  Anything else fails as it would on hardware. */
 #define PP_HANDOFFS 50000
 struct pp {
 	uint64_t flag __attribute__((aligned(64)));
@@ -132,6 +129,65 @@ static uint64_t counter_disorder(void)
 	return p.worst[0] > p.worst[1] ? p.worst[0] : p.worst[1];
 }
 
+/* The check's own pattern, for the emulator: two pinned threads race on
+ * one sequence word, each reading the counter between its load of the
+ * word and its compare-and-swap; a read that won a later place below the
+ * read of the place before is disorder.  (The hand-off above measured 0
+ * under qemu where this pattern showed hundreds of ticks.) */
+#define RACE_PLACES 200000
+struct race {
+	uint64_t seq __attribute__((aligned(64)));
+	int cpu[2];
+	uint64_t *t;
+};
+
+static void race_side(struct race *r, int me)
+{
+	pin_to(r->cpu[me]);
+	for (;;) {
+		uint64_t s = __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE), t;
+		if (s >= RACE_PLACES)
+			return;
+		t = nc_ticks_begin();
+		if (__atomic_compare_exchange_n(&r->seq, &s, s + 1, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			r->t[s] = t;
+	}
+}
+
+static void *race_thread(void *arg)
+{
+	race_side(arg, 1);
+	return NULL;
+}
+
+static uint64_t race_disorder(void)
+{
+	cpu_set_t old;
+	pthread_getaffinity_np(pthread_self(), sizeof(old), &old);
+	static struct race r;
+	memset(&r, 0, sizeof(r));
+	int n = 0;
+	for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+		if (CPU_ISSET(c, &old))
+			r.cpu[n++] = c;
+	if (n < 2)
+		return 0;
+	r.t = calloc(RACE_PLACES, sizeof(uint64_t));
+	assert_non_null(r.t);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, race_thread, &r), 0);
+	race_side(&r, 0);
+	pthread_join(th, NULL);
+	pthread_setaffinity_np(pthread_self(), sizeof(old), &old);
+	uint64_t worst = 0;
+	for (int i = 1; i < RACE_PLACES; i++)
+		if (r.t[i] < r.t[i - 1] && r.t[i - 1] - r.t[i] > worst)
+			worst = r.t[i - 1] - r.t[i];
+	free(r.t);
+	return worst;
+}
+
 /* valgrind runs one thread at a time: the probe threads never interleave,
  * so no check of the real counter can answer there.  Its cases run the
  * check once (for valgrind's memory checks) and assert no verdict. */
@@ -150,40 +206,50 @@ static int emulated(void)
 	return e && *e;
 }
 
-/* Under emulation, measured once: the decrease an "inconsistent" verdict on
- * an honest counter may show (0 natively: none). */
-static uint64_t emu_allowance(void)
+/* Under emulation, measured once and printed: how far the emulator's
+ * counter comes out of order across CPUs in the check's own pattern
+ * (race_disorder).  It bounds nothing: on an AMD EPYC host (riscv64) it
+ * measured 0 to 2457 ticks from run to run, and a run that measured 0 in
+ * 600000 places then saw the check find a decrease of 247 ticks with a
+ * busy thread beside it. */
+static uint64_t emu_disorder(void)
 {
 	static int done;
-	static uint64_t allow;
-	if (!done) {
+	static uint64_t d;
+	if (!done && emulated()) {
 		done = 1;
-		if (emulated()) {
-			uint64_t d = counter_disorder();
-			allow = 2 * d;
-			printf("  emulated: the counter's reads came out of order across CPUs by up to "
-			       "%llu ticks in %d hand-offs; allowance %llu\n",
-			       (unsigned long long)d, 2 * PP_HANDOFFS, (unsigned long long)allow);
-		}
+		d = race_disorder();
+		printf("  emulated: the counter's reads came out of order across CPUs by up to "
+		       "%llu ticks in %d racing places\n",
+		       (unsigned long long)d, RACE_PLACES);
 	}
-	return allow;
+	return d;
 }
 
-/* 1 if an honest counter's "inconsistent" report is what the emulator can
- * show: under emulation, the readings only went backwards (same pace, all
- * advancing) and the decrease named is within the measured allowance. */
+/* 1 if an honest counter's "inconsistent" report is what the emulator
+ * shows: under emulation, readings that went backwards, all CPUs
+ * advancing.  The emulated counter's reads are not ordered with the
+ * emulated memory accesses, so there "inconsistent" is the truth about the
+ * counter, not a fault of the check, and no size of decrease can be told
+ * from an offset; the same tests assert "consistent" natively (x86-64 in
+ * every build, i686), where the hardware orders the reads, and
+ * test_offset_detected asserts under emulation too that injected offsets
+ * are found.  (Same pace is not asserted here: the pace is fitted to the
+ * same disordered readings.) */
 static int emulator_disorder(const struct nc_sync_report *r)
 {
 	unsigned long long d;
 	const char *p = strstr(r->evidence, " came ");
-	if (!emulated() || r->verdict != NC_SYNC_INCONSISTENT || r->monotonic || !r->same_pace ||
-	    !r->advancing || !p || sscanf(p, " came %llu ticks below", &d) != 1)
+	if (!emulated() || r->verdict != NC_SYNC_INCONSISTENT)
 		return 0;
-	if (d > emu_allowance())
+	if (r->monotonic || !r->advancing || !p || sscanf(p, " came %llu ticks below", &d) != 1) {
+		printf("  emulated, but not only a decrease: monotonic %d, advancing %d: %s\n",
+		       r->monotonic, r->advancing, r->evidence);
 		return 0;
-	printf("  emulated: inconsistent by a decrease of %llu ticks, within the emulator's measured "
-	       "disorder: not asserted\n",
-	       d);
+	}
+	emu_disorder();
+	printf("  emulated: inconsistent by a decrease of %llu ticks (the emulator's disorder): "
+	       "not asserted\n", d);
 	return 1;
 }
 
@@ -194,7 +260,7 @@ static void test_reads_ordered(void **state)
 	(void)state;
 	int second;
 	if (emulated()) {
-		emu_allowance();
+		emu_disorder();
 		skip(); /* measured, not asserted: the emulator's counter */
 	}
 	if (ncpus_allowed(&second) < 2)
@@ -208,6 +274,11 @@ static void test_reads_ordered(void **state)
 	uint64_t d = counter_disorder();
 	if (d != 0)
 		fail_msg("a read after a hand-off came %llu ticks below the read before it",
+			 (unsigned long long)d);
+	/* and in the check's own pattern (threads racing on one word) */
+	d = race_disorder();
+	if (d != 0)
+		fail_msg("a read that won a later place came %llu ticks below the one before it",
 			 (unsigned long long)d);
 }
 

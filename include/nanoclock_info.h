@@ -29,7 +29,7 @@ struct nc_hz_source {
 
 /* The kernel's view of the clocks; -1 where it could not be told. */
 struct nc_kernel_view {
-	char clocksource[32];            /* current clocksource */
+	char clocksource[32];            /* current clocksource, read by nc_get_info */
 	char available_clocksources[160];
 	int tsc_unstable;                /* 1: the kernel distrusts the TSC */
 	char tsc_unstable_why[96];

@@ -108,10 +108,39 @@ static void test_rdtscp_needs_the_kernels_word(void **state)
 #endif
 }
 
+/* /proc/cpuinfo is read with read(2) up to the first CPU's block: its
+ * values, not the second CPU's, even when the block is longer than one
+ * read; "cpu MHz" whatever the locale's decimal point. */
+static void test_cpuinfo_first_block(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/nc-cpuinfo-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	FILE *out = fdopen(fd, "w");
+	assert_non_null(out);
+	fprintf(out, "processor\t: 0\nmodel name\t: test\ncpu MHz\t\t: 1234.5678\nflags\t\t: fpu");
+	for (int i = 0; i < 300; i++) /* a flags line of ~2.4 KB: several reads */
+		fprintf(out, " pad%d", i);
+	fprintf(out, " constant_tsc tsc_known_freq\n\nprocessor\t: 1\ncpu MHz\t\t: 999.0\n"
+		     "flags\t\t: fpu rdtscp nonstop_tsc\n\n");
+	fclose(out);
+	struct nc__machine m;
+	nc__cpuinfo_path = path;
+	nc__machine_read(&m);
+	nc__cpuinfo_path = "/proc/cpuinfo";
+	unlink(path);
+	assert_true(m.cpuinfo_mhz == 1234.5678);
+	assert_int_equal(m.tsc_known_freq, 1);
+	assert_int_equal(m.cpuinfo_rdtscp, 0);
+	assert_string_equal(m.kv.cpuinfo_tsc_flags, "constant_tsc tsc_known_freq");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rdtscp_needs_the_kernels_word),
+		cmocka_unit_test(test_cpuinfo_first_block),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -47,6 +47,8 @@ struct nc__machine {
 	char unreadable[48];          /* "/proc and /sys not readable", ... ("" if both were) */
 };
 NC_HIDDEN void nc__machine_read(struct nc__machine *m);
+/* the kernel's current clocksource, read now ("" if unreadable) */
+NC_HIDDEN void nc__machine_clocksource(char *buf, size_t len);
 /* ... the part that belongs to the process, not the boot (PR_GET_TSC) */
 NC_HIDDEN void nc__machine_process(struct nc__machine *m);
 /* The facts of the boot as a shared record carries them: no pointers

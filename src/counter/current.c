@@ -164,4 +164,5 @@ void nc__counter_info(struct nc_info *o)
 	o->n_candidates = current.ncand;
 	memcpy(o->candidates, current.cands, sizeof(current.cands));
 	o->kernel = current.m.kv;
+	nc__machine_clocksource(o->kernel.clocksource, sizeof(o->kernel.clocksource));
 }

@@ -66,10 +66,15 @@ int nc_get_info(struct nc_info *o)
 	memset(o, 0, sizeof(*o));
 	uint64_t t = nc_ticks(), now = nc_now_ns(); /* before the lock: may refresh */
 	const struct nc__config *cfg = nc__init_config();
+	/* the kernel's current clocksource, now (it can change): a sysfs read,
+	 * so before the lock, which readers with an overdue epoch try */
+	char clocksource[sizeof(o->kernel.clocksource)];
+	nc__machine_clocksource(clocksource, sizeof(clocksource));
 	nc__lock();
 	nc__events_check();
 	o->init_status = nc__init_status();
 	nc__counter_info(o);
+	memcpy(o->kernel.clocksource, clocksource, sizeof(clocksource));
 	nc__rate_info(o);
 	o->seconds_before_wrap = before_wrap(t, now);
 	o->init_ms = nc__init_ms();

@@ -64,6 +64,12 @@ static void integers_and_strings(void **state)
 	SAME("%c%c 100%%", 'o', 'k');
 	SAME("%s%s: %s", "", "/dev/shm/nanoclock-0", "adopted");
 	SAME("%.7s %s", "0.3.0-dirty", "x86_64");
+	/* '-' and a negative '*' width (left-justified), a negative '*'
+	 * precision (none), integer precisions */
+	SAME("%-5d|%*d|%*s|%-3c|%0*d|%-+6d|", 3, -5, 3, -5, "ab", 'x', -5, 42, 7);
+	SAME("%.3d|%.0d|%.0u|%8.4x|%-8.3o|%+.2d", 5, 0, 0u, 0xabu, 8u, 3);
+	SAME("%.*d|%.*s|%*.*f|%-*f|", -1, 12, -2, "abcdef", 10, 2, 3.14159, -12, 1.5);
+
 	for (int i = 0; i < 20000; i++) {
 		uint64_t v = next() >> (next() % 64);
 		SAME("%llu %lld %x %u %d", (unsigned long long)v, (long long)v, (unsigned)v,
@@ -82,13 +88,31 @@ static void fixed_point(void **state)
 			SAME("%.*f|%+.*f|%f", prec, fixed[i], prec, fixed[i], fixed[i]);
 	SAME("%f %f %+f %f", INFINITY, -INFINITY, INFINITY, NAN);
 	SAME("%.3f ms, %+.2f ppm (tolerance %.0f)", 0.118, -0.005, 33.0);
-	/* 1e18 and over: the libc formatter, exactly */
+	/* 1e18 and over, or more than 15 decimals: the libc formatter,
+	 * exactly, however long (written straight into the buffer) */
 	SAME("%.2f %.0f %f", 1e18, -3.5e40, DBL_MAX);
+	SAME("%.17f|%+-30.20f|%012.1f", 0.1, 2.5, 1e19);
+	{
+		char want[600], got[600];
+		int rw = snprintf(want, sizeof(want), "x%.100f", 1e300);
+		int rg = nc__fmt(got, sizeof(got), "x%.100f", 1e300);
+		assert_int_equal(rw, rg);
+		assert_string_equal(want, got);
+		assert_int_equal(nc__fmt(got, 10, "x%.100f", 1e300), rw);
+		assert_memory_equal(got, want, 9);
+		assert_int_equal(got[9], 0);
+	}
+	/* a lone '%' at the end: an error, as for snprintf */
+	{
+		char got[16];
+		const char *volatile lone = "abc%s%"; /* not a literal: no warning */
+		assert_int_equal(nc__fmt(got, sizeof(got), lone, ""), -1);
+	}
 
 	/* random values over the library's range, ties among them (values
 	 * with few bits after the point): the C library's text exactly */
 	for (int i = 0; i < 300000; i++) {
-		int bits = (int)(next() % 4 == 0 ? next() % 12 : 53);
+		int bits = (int)(next() % 4 == 0 ? 1 + next() % 11 : 53); /* 1..53: shifts below 64 */
 		double v = ldexp((double)(next() >> (64 - bits)), -(int)(next() % (bits + 40))) *
 			   ((next() & 1) ? -1 : 1);
 		int prec = (int)(next() % 12);

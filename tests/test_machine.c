@@ -134,6 +134,30 @@ static void test_cpuinfo_first_block(void **state)
 	assert_int_equal(m.tsc_known_freq, 1);
 	assert_int_equal(m.cpuinfo_rdtscp, 0);
 	assert_string_equal(m.kv.cpuinfo_tsc_flags, "constant_tsc tsc_known_freq");
+
+	/* "cpu MHz" as a decimal number only: leading zeros are fine, an
+	 * exponent or trailing text is not a rate */
+	static const struct {
+		const char *text;
+		double mhz;
+	} mhz[] = {{"0002596.146", 2596.146}, {"  7", 7}, {"12.", 12}, {"1e3", 0},
+		   {"2596.146 MHz", 0}, {"abc", 0}, {"1234567890123456", 0}};
+	for (size_t i = 0; i < sizeof(mhz) / sizeof(mhz[0]); i++) {
+		char p2[] = "/tmp/nc-cpuinfo-XXXXXX";
+		int fd2 = mkstemp(p2);
+		assert_true(fd2 >= 0);
+		FILE *o2 = fdopen(fd2, "w");
+		assert_non_null(o2);
+		fprintf(o2, "processor\t: 0\ncpu MHz\t\t: %s\nflags\t\t: fpu\n\n", mhz[i].text);
+		fclose(o2);
+		nc__cpuinfo_path = p2;
+		nc__machine_read(&m);
+		nc__cpuinfo_path = "/proc/cpuinfo";
+		unlink(p2);
+		if (m.cpuinfo_mhz != mhz[i].mhz)
+			print_error("'%s': %.17g, want %.17g\n", mhz[i].text, m.cpuinfo_mhz, mhz[i].mhz);
+		assert_true(m.cpuinfo_mhz == mhz[i].mhz);
+	}
 }
 
 int main(void)

@@ -11,9 +11,11 @@
 #include "fmt.h"
 #include "debug.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 struct sink {
 	char *buf;
@@ -48,37 +50,67 @@ static int digits(char *d, unsigned long long v, unsigned b)
 	return k;
 }
 
-/* sign, then zeros or spaces to width, then the body */
-static void emit(struct sink *s, char sign, const char *body, int blen, int width, int zero)
+/* how a conversion is laid out: flags, width, precision */
+struct spec {
+	int plus, zero, left, width, prec;
+};
+
+static void pad(struct sink *s, char c, int n)
 {
-	int total = blen + (sign != 0);
-	if (!zero)
-		for (int i = total; i < width; i++)
-			put(s, ' ');
-	if (sign)
-		put(s, sign);
-	if (zero)
-		for (int i = total; i < width; i++)
-			put(s, '0');
-	for (int i = 0; i < blen; i++)
-		put(s, body[i]);
+	for (int i = 0; i < n; i++)
+		put(s, c);
 }
 
-static void fixed(struct sink *s, double v, int prec, int plus, int width, int zero)
+/* sign, then zeros or spaces to the width (spaces after with '-'), then
+ * the body; zeros first to make `lead` digits (an integer's precision) */
+static void emit(struct sink *s, char sign, const char *body, int blen, int lead,
+		 const struct spec *f)
 {
-	char sign = signbit(v) ? '-' : plus ? '+' : 0;
+	int zeros = lead > blen ? lead - blen : 0;
+	int total = blen + zeros + (sign != 0);
+	int fill = f->width > total ? f->width - total : 0;
+	int zero_fill = f->zero && !f->left && f->prec < 0;
+	if (!f->left && !zero_fill)
+		pad(s, ' ', fill);
+	if (sign)
+		put(s, sign);
+	if (zero_fill)
+		pad(s, '0', fill);
+	pad(s, '0', zeros);
+	for (int i = 0; i < blen; i++)
+		put(s, body[i]);
+	if (f->left)
+		pad(s, ' ', fill);
+}
+
+static void fixed(struct sink *s, double v, const struct spec *f)
+{
+	int prec = f->prec < 0 ? 6 : f->prec;
+	char sign = signbit(v) ? '-' : f->plus ? '+' : 0;
 	double a = fabs(v);
 	if (isnan(v) || isinf(v)) {
-		emit(s, sign, isnan(v) ? "nan" : "inf", 3, width, 0);
+		struct spec g = *f;
+		g.zero = 0; /* never zeros before nan or inf */
+		emit(s, sign, isnan(v) ? "nan" : "inf", 3, 0, &g);
 		return;
 	}
 	double ip = floor(a);
 	if (ip >= 1e18 || prec > 15) {
-		char big[400];
-		int l = snprintf(big, sizeof(big), "%.*f", prec, a);
-		if (l > (int)sizeof(big) - 1)
-			l = (int)sizeof(big) - 1;
-		emit(s, sign, big, l, width, zero);
+		/* the libc formatter, straight into what is left of the buffer
+		 * (not async-signal-safe, and its decimal point is the locale's:
+		 * never a figure of this library's) */
+		char spec[12] = "%", *q = spec + 1;
+		if (f->plus)
+			*q++ = '+';
+		if (f->zero)
+			*q++ = '0';
+		if (f->left)
+			*q++ = '-';
+		memcpy(q, "*.*f", 5);
+		size_t room = s->len < s->n ? s->n - s->len : 0;
+		int l = snprintf(room ? s->buf + s->len : NULL, room, spec, f->width, prec, v);
+		if (l > 0)
+			s->len += (size_t)l;
 		return;
 	}
 	unsigned long long scale = 1;
@@ -103,14 +135,16 @@ static void fixed(struct sink *s, double v, int prec, int plus, int width, int z
 	int l = digits(body, in, 10);
 	if (prec > 0) {
 		body[l++] = '.';
-		char f[24];
-		int fl = digits(f, fr, 10);
+		char fd[24];
+		int fl = digits(fd, fr, 10);
 		for (int i = fl; i < prec; i++)
 			body[l++] = '0';
 		for (int i = 0; i < fl; i++)
-			body[l++] = f[i];
+			body[l++] = fd[i];
 	}
-	emit(s, sign, body, l, width, zero);
+	struct spec g = *f;
+	g.prec = -1; /* a float's precision is its decimals, not leading zeros */
+	emit(s, sign, body, l, 0, &g);
 }
 
 int nc__vfmt(char *buf, size_t n, const char *fmt, va_list ap)
@@ -122,29 +156,38 @@ int nc__vfmt(char *buf, size_t n, const char *fmt, va_list ap)
 			continue;
 		}
 		const char *start = p++;
-		int plus = 0, zero = 0, width = 0, prec = -1, lng = 0;
+		struct spec f = {0, 0, 0, 0, -1};
+		int lng = 0;
 		for (;; p++) {
 			if (*p == '+')
-				plus = 1;
+				f.plus = 1;
 			else if (*p == '0')
-				zero = 1;
+				f.zero = 1;
+			else if (*p == '-')
+				f.left = 1;
 			else
 				break;
 		}
 		if (*p == '*') {
-			width = va_arg(ap, int);
+			f.width = va_arg(ap, int);
+			if (f.width < 0) { /* as C says: a '-' flag */
+				f.left = 1;
+				f.width = f.width == INT_MIN ? INT_MAX : -f.width;
+			}
 			p++;
 		}
 		while (*p >= '0' && *p <= '9')
-			width = width * 10 + (*p++ - '0');
+			f.width = f.width * 10 + (*p++ - '0');
 		if (*p == '.') {
-			prec = 0;
+			f.prec = 0;
 			if (*++p == '*') {
-				prec = va_arg(ap, int);
+				f.prec = va_arg(ap, int);
+				if (f.prec < 0) /* as if none were given */
+					f.prec = -1;
 				p++;
 			}
 			for (; *p >= '0' && *p <= '9'; p++)
-				prec = prec * 10 + (*p - '0');
+				f.prec = f.prec * 10 + (*p - '0');
 		}
 		if (*p == 'z') {
 			lng = 3;
@@ -165,7 +208,9 @@ int nc__vfmt(char *buf, size_t n, const char *fmt, va_list ap)
 				      : lng == 3 ? (long long)va_arg(ap, ptrdiff_t)
 						 : va_arg(ap, int);
 			unsigned long long m = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-			emit(&s, v < 0 ? '-' : plus ? '+' : 0, body, digits(body, m, 10), width, zero);
+			/* precision: at least that many digits (0 with .0: none) */
+			int l = m == 0 && f.prec == 0 ? 0 : digits(body, m, 10);
+			emit(&s, v < 0 ? '-' : f.plus ? '+' : 0, body, l, f.prec, &f);
 			break;
 		}
 		case 'u':
@@ -175,33 +220,46 @@ int nc__vfmt(char *buf, size_t n, const char *fmt, va_list ap)
 					       : lng == 1 ? va_arg(ap, unsigned long)
 					       : lng == 3 ? va_arg(ap, size_t)
 							  : va_arg(ap, unsigned);
-			emit(&s, 0, body, digits(body, v, *p == 'u' ? 10 : *p == 'x' ? 16 : 8), width,
-			     zero);
+			int l = v == 0 && f.prec == 0
+					? 0
+					: digits(body, v, *p == 'u' ? 10 : *p == 'x' ? 16 : 8);
+			emit(&s, 0, body, l, f.prec, &f);
 			break;
 		}
 		case 'f':
-			fixed(&s, va_arg(ap, double), prec < 0 ? 6 : prec, plus, width, zero);
+			fixed(&s, va_arg(ap, double), &f);
 			break;
 		case 's': {
 			const char *v = va_arg(ap, const char *);
-			if (!v)
-				v = "(null)";
-			size_t max = prec < 0 ? (size_t)-1 : (size_t)prec, l = 0;
+			if (!v) /* glibc's text, which it leaves out if cut */
+				v = f.prec >= 0 && f.prec < 6 ? "" : "(null)";
+			size_t max = f.prec < 0 ? (size_t)-1 : (size_t)f.prec, l = 0;
 			while (l < max && v[l])
 				l++;
-			for (size_t i = l; i < (size_t)(width > 0 ? width : 0); i++)
-				put(&s, ' ');
+			int fill = f.width > 0 && (size_t)f.width > l ? f.width - (int)l : 0;
+			if (!f.left)
+				pad(&s, ' ', fill);
 			puts_n(&s, v, l);
+			if (f.left)
+				pad(&s, ' ', fill);
 			break;
 		}
-		case 'c':
-			for (int i = 1; i < width; i++)
-				put(&s, ' ');
+		case 'c': {
+			int fill = f.width > 1 ? f.width - 1 : 0;
+			if (!f.left)
+				pad(&s, ' ', fill);
 			put(&s, (char)va_arg(ap, int));
+			if (f.left)
+				pad(&s, ' ', fill);
 			break;
+		}
 		case '%':
 			put(&s, '%');
 			break;
+		case 0: /* a lone '%' at the end: an error, as for snprintf */
+			if (n > 0)
+				buf[s.len < n ? s.len : n - 1] = 0;
+			return -1;
 		default:
 			/* not one of ours: the text as written, and a debug
 			 * build says so (a caller to fix, not an input) */

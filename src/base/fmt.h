@@ -10,11 +10,10 @@
  * fallback named in fmt.c.
  *
  * The conversions: %d %i %u %x %o with the length modifiers l, ll, z;
- * %s (with a precision: at most that many bytes); %c; %%; %f with a
- * precision (default 6), rounded to nearest; flags '+' and '0', a
- * width, '*' for a width or precision.  Not %g, %e, %p, the flags '-',
- * ' ' and '#', or positional arguments: a conversion it does not know is
- * copied as text, and a debug build (MODE=debug) reports it
+ * %s; %c; %%; %f, rounded to nearest; the flags '+', '0' and '-', a width
+ * and a precision (each may be '*').  Not %g, %e, %p, %X, the flags ' '
+ * and '#', h or hh, or positional arguments: a conversion it does not know
+ * is copied as text, and a debug build (MODE=debug) reports it
  * (scripts/check-hygiene checks every format given to it).  Returns what
  * snprintf would: the length of the whole text, of which at most n-1 bytes
  * are written, and the text is always terminated when n > 0. */

@@ -55,24 +55,34 @@ static int read_line(const char *path, char *buf, size_t len)
 }
 
 /* "2596.146" as a double, whatever the locale's decimal point (strtod
- * follows the application's setlocale); 0 if it is not a number. */
+ * follows the application's setlocale); 0 unless the text is digits with
+ * at most one '.' between blanks. */
 static double parse_decimal(const char *p)
 {
 	while (*p == ' ' || *p == '\t')
 		p++;
+	while (p[0] == '0' && p[1] >= '0' && p[1] <= '9')
+		p++; /* leading zeros are not precision */
 	/* the digits as one integer, divided once by an exact power of ten:
-	 * one rounding, as strtod's */
+	 * one rounding, as strtod's (up to 15 significant digits) */
 	unsigned long long mant = 0;
 	double scale = 1;
 	int digits = 0;
-	for (; *p >= '0' && *p <= '9' && digits < 15; p++, digits++)
-		mant = mant * 10 + (unsigned)(*p - '0');
-	if (*p == '.')
-		for (p++; *p >= '0' && *p <= '9' && digits < 15; p++, digits++) {
+	for (; *p >= '0' && *p <= '9'; p++, digits++)
+		if (digits < 15)
 			mant = mant * 10 + (unsigned)(*p - '0');
-			scale *= 10;
-		}
-	return digits ? (double)mant / scale : 0;
+		else
+			return 0; /* more than 15 digits before the point: no rate */
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			if (digits < 15) {
+				mant = mant * 10 + (unsigned)(*p - '0');
+				scale *= 10;
+				digits++;
+			}
+	while (*p == ' ' || *p == '\t' || *p == '\n')
+		p++;
+	return digits && *p == 0 ? (double)mant / scale : 0;
 }
 
 static int has_word(const char *list, const char *w)
@@ -124,8 +134,9 @@ static int read_cpuinfo(struct nc__machine *m)
 	for (char *line = cpuinfo_text, *next; line && *line && !(have_flags && have_mhz);
 	     line = next) {
 		next = strchr(line, '\n');
-		if (next)
-			*next++ = 0;
+		if (!next)
+			break; /* cut short by the buffer: not a whole line */
+		*next++ = 0;
 		char *p = strchr(line, ':');
 		if (!p)
 			continue;
@@ -151,6 +162,8 @@ static int read_cpuinfo(struct nc__machine *m)
 		} else if (strncmp(line, "processor", 9) == 0 && (have_flags || have_mhz)) {
 			break; /* the second CPU's block */
 		}
+		if (*next == '\n' && (have_flags || have_mhz))
+			break; /* the blank line that ends the first CPU's block */
 	}
 	return 0;
 }

@@ -101,31 +101,51 @@ static void pp_side(struct pp *p, int me)
 	}
 }
 
-static void *pp_thread(void *arg)
+/* Runs side(arg, 0) here and side(arg, 1) in a second thread, with cpu[0]
+ * and cpu[1] the first two CPUs of this thread's affinity (each side pins
+ * itself); the affinity is restored after.  0 if there are fewer than two
+ * CPUs (nothing run). */
+struct pair_run {
+	void (*side)(void *, int);
+	void *arg;
+};
+
+static void *pair_thread(void *a)
 {
-	pp_side(arg, 1);
+	struct pair_run *pr = a;
+	pr->side(pr->arg, 1);
 	return NULL;
 }
+
+static int run_pair(int cpu[2], void (*side)(void *, int), void *arg)
+{
+	cpu_set_t old;
+	pthread_getaffinity_np(pthread_self(), sizeof(old), &old);
+	int n = 0;
+	for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+		if (CPU_ISSET(c, &old))
+			cpu[n++] = c;
+	if (n < 2)
+		return 0;
+	struct pair_run pr = {side, arg};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, pair_thread, &pr), 0);
+	side(arg, 0);
+	pthread_join(th, NULL);
+	pthread_setaffinity_np(pthread_self(), sizeof(old), &old);
+	return 1;
+}
+
+static void pp_run(void *p, int me) { pp_side(p, me); }
 
 /* The largest disorder (ticks) between the first two allowed CPUs; 0 with
  * one CPU. */
 static uint64_t counter_disorder(void)
 {
-	cpu_set_t old;
-	pthread_getaffinity_np(pthread_self(), sizeof(old), &old);
 	static struct pp p;
 	memset(&p, 0, sizeof(p));
-	int n = 0;
-	for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
-		if (CPU_ISSET(c, &old))
-			p.cpu[n++] = c;
-	if (n < 2)
+	if (!run_pair(p.cpu, pp_run, &p))
 		return 0;
-	pthread_t th;
-	assert_int_equal(pthread_create(&th, NULL, pp_thread, &p), 0);
-	pp_side(&p, 0);
-	pthread_join(th, NULL);
-	pthread_setaffinity_np(pthread_self(), sizeof(old), &old);
 	return p.worst[0] > p.worst[1] ? p.worst[0] : p.worst[1];
 }
 
@@ -155,31 +175,18 @@ static void race_side(struct race *r, int me)
 	}
 }
 
-static void *race_thread(void *arg)
-{
-	race_side(arg, 1);
-	return NULL;
-}
+static void race_run(void *r, int me) { race_side(r, me); }
 
 static uint64_t race_disorder(void)
 {
-	cpu_set_t old;
-	pthread_getaffinity_np(pthread_self(), sizeof(old), &old);
 	static struct race r;
 	memset(&r, 0, sizeof(r));
-	int n = 0;
-	for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
-		if (CPU_ISSET(c, &old))
-			r.cpu[n++] = c;
-	if (n < 2)
-		return 0;
 	r.t = calloc(RACE_PLACES, sizeof(uint64_t));
 	assert_non_null(r.t);
-	pthread_t th;
-	assert_int_equal(pthread_create(&th, NULL, race_thread, &r), 0);
-	race_side(&r, 0);
-	pthread_join(th, NULL);
-	pthread_setaffinity_np(pthread_self(), sizeof(old), &old);
+	if (!run_pair(r.cpu, race_run, &r)) {
+		free(r.t);
+		return 0;
+	}
 	uint64_t worst = 0;
 	for (int i = 1; i < RACE_PLACES; i++)
 		if (r.t[i] < r.t[i - 1] && r.t[i - 1] - r.t[i] > worst)

@@ -4,7 +4,7 @@
  * often its first formatted output, and the libc formatter's code and
  * tables are pages a cold start then faults in: a dynamically linked
  * program's cold nc_init() adopting a shared record took 149 us (median
- * of 31) with snprintf and 128 us with this (21 faults down to 17; AMD
+ * of 31) with snprintf and 128 us with this (20-22 faults down to 16-18; AMD
  * EPYC KVM guest, 2026-11-25).  And it is async-signal-safe where
  * snprintf is not (no locale, no allocation, no errno), but for the
  * fallback named in fmt.c.

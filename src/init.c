@@ -208,7 +208,8 @@ static void do_init(void)
 	nc__timeline_register(&nc__wall_timeline);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	int64_t t_pub = nc__mono_raw_ns();
-	if (!shared && !exact)
+	/* on an OS clock nothing is written, and the status says why */
+	if (!shared)
 		nc__shared_publish_own();
 	int64_t t_end = nc__mono_raw_ns();
 	init.init_ms = (double)(t_end - t_start) / 1e6;

@@ -70,7 +70,7 @@ static void set_goal(void)
 }
 
 /* A fresh process with NANOCLOCK_SHARED=env (NULL: unset). */
-static struct seen probe(const char *env)
+static struct seen probe_once(const char *env)
 {
 	int pfd[2];
 	assert_int_equal(pipe(pfd), 0);
@@ -130,13 +130,38 @@ static struct seen probe(const char *env)
 	return s;
 }
 
+/* Set once a process here got to the machine's own counter. */
+static int have_hw;
+
+/* A fresh process, as probe_once.  Where the machine's counter works, a
+ * process that fell back to an OS clock (its calibration failed: seen on
+ * a busy machine under valgrind or qemu; said so, rightly) tells nothing
+ * about the record: another is asked, three at most, each fallback
+ * printed.  The third's answer is the answer. */
+static struct seen probe(const char *env)
+{
+	struct seen s = probe_once(env);
+	for (int tries = 1; have_hw && tries < 3 && strcmp(s.source, "exact") == 0; tries++) {
+		print_message("  fell back to an OS clock (%s); another process is asked\n", s.status);
+		s = probe_once(env);
+	}
+	return s;
+}
+
 static int hw_counter(void)
 {
-	/* the shared record is for the machine's own counter only */
-	struct seen s = probe("off");
-	if (strcmp(s.source, "measured") != 0)
+	/* the shared record is for the machine's own counter only; asked
+	 * once per run, of three processes at most */
+	static int asked;
+	for (int tries = 0; !asked && tries < 3; tries++) {
+		struct seen s = probe_once("off");
+		have_hw = strcmp(s.source, "measured") == 0;
+		if (have_hw)
+			break;
 		print_message("  the rate's source is '%s' here: nothing to share\n", s.source);
-	return strcmp(s.source, "measured") == 0;
+	}
+	asked = 1;
+	return have_hw;
 }
 
 static int setup(void **state)
@@ -167,35 +192,73 @@ static void fresh(void)
 	unlink(p);
 }
 
+/* A fresh process that should write the record at path.  One that did
+ * not get to the machine's counter (its calibration failed on a busy
+ * machine, under valgrind or qemu, and it fell back to an OS clock) or
+ * that saw a discontinuity and measures again rightly shares nothing, and
+ * says so: another is asked, three at most.  Any other reason fails. */
+static struct seen probe_writer(void)
+{
+	static const char *const rightly[] = {"is an OS clock", "is not the machine's own",
+					      "measured again after a discontinuity"};
+	struct seen s;
+	for (int tries = 0; tries < 3; tries++) {
+		s = probe(path);
+		if (s.published)
+			break;
+		print_message("  not published (rate source %s): %s\n", s.source, s.status);
+		int ok = 0;
+		for (size_t i = 0; i < sizeof(rightly) / sizeof(rightly[0]); i++)
+			ok |= strstr(s.status, rightly[i]) != NULL;
+		if (!ok)
+			break;
+	}
+	assert_int_equal(s.published, 1);
+	assert_string_equal(s.source, "measured");
+	return s;
+}
+
 /* a record at path written by a fresh process */
 static void write_record(void)
 {
 	fresh();
-	struct seen w = probe(path);
-	assert_int_equal(w.published, 1);
-	assert_string_equal(w.source, "measured");
+	probe_writer();
 }
 
 /* a record written after 2 s of use: a baseline of seconds, a rate known
  * to a few ppb (what a daemon gives) */
 static void write_refined_record(void)
 {
-	fresh();
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		set_goal();
-		setenv("NANOCLOCK_SHARED", "off", 1);
-		nc_init();
-		int64_t end = raw_ns() + 2000000000;
-		while (raw_ns() < end) {
-			(void)nc_now_ns();
-			usleep(10000);
+	/* a writer that fell back to an OS clock (calibration failed on a
+	 * busy or emulated machine) has nothing to write: exit 2, and
+	 * another is asked, three at most */
+	int st = 0;
+	for (int tries = 0; tries < 3; tries++) {
+		fresh();
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			set_goal();
+			setenv("NANOCLOCK_SHARED", "off", 1);
+			nc_init();
+			if (strcmp(nc_ticks_per_second_source(), "exact") == 0)
+				_exit(2);
+			int64_t end = raw_ns() + 2000000000;
+			while (raw_ns() < end) {
+				(void)nc_now_ns();
+				usleep(10000);
+			}
+			char why[160] = "";
+			int rc = nc_shared_publish(path, -1, 0, 0, why, sizeof(why));
+			if (rc != 0)
+				print_message("  nc_shared_publish: %s\n", why);
+			_exit(rc == 0 ? 0 : 1);
 		}
-		_exit(nc_shared_publish(path, -1, 0, 0, NULL, 0) == 0 ? 0 : 1);
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 2)
+			break;
+		print_message("  the writer fell back to an OS clock; another is asked\n");
 	}
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
@@ -237,12 +300,10 @@ static void test_two_processes_convert_identically(void **state)
 	if (!hw_counter())
 		skip();
 	fresh();
-	struct seen a = probe(path), b = probe(path), c = probe(path);
-	assert_int_equal(a.published, 1);
+	struct seen a = probe_writer(), b = probe(path), c = probe(path);
 	assert_int_equal(a.adopted, 0);
-	assert_string_equal(a.source, "measured");
-	assert_int_equal(b.adopted, 1);
-	assert_int_equal(c.adopted, 1);
+	if (!b.adopted || !c.adopted)
+		fail_msg("not adopted: '%s' / '%s'", b.status, c.status);
 	assert_string_equal(b.source, "shared");
 	assert_string_equal(c.source, "shared");
 	/* the same rate to the bit, the same nanoseconds for every value */
@@ -269,6 +330,17 @@ static void test_off_and_bad_values(void **state)
 	assert_int_equal(s.init_rc, NC_EINVAL);
 	assert_non_null(strstr(s.status, "refused"));
 	assert_true(s.clock_ok);
+
+	/* a process on an OS clock (forced here; a fallback on a busy or
+	 * emulated machine alike) writes nothing and says why */
+	setenv("NANOCLOCK_COUNTER", "clock_monotonic_raw", 1);
+	s = probe_once(path);
+	unsetenv("NANOCLOCK_COUNTER");
+	print_message("  on an OS clock: %s\n", s.status);
+	assert_string_equal(s.source, "exact");
+	assert_int_equal(s.published, 0);
+	assert_non_null(strstr(s.status, "not written: the counter (clock_monotonic_raw) is an OS clock"));
+	assert_int_equal(access(path, F_OK), -1);
 }
 
 static void test_refuses_others_and_writable(void **state)
@@ -329,7 +401,29 @@ static void test_refuses_other_boot_counter_corrupt(void **state)
 	m = r;
 	m.hz = NAN;
 	write_rec_file(&m, 1);
-	expect_refused("out of range");
+	expect_refused("a rate out of range");
+
+	/* each implausible value is named (a writer never writes one) */
+	m = r;
+	m.sigma_ns = 2500;
+	write_rec_file(&m, 1);
+	expect_refused("a scatter above 2 us");
+	m = r;
+	m.accept_width = (uint64_t)(r.hz * 2e-4); /* 200 us */
+	write_rec_file(&m, 1);
+	expect_refused("brackets wider than 100 us");
+	m = r;
+	m.written_raw_ns = raw_ns() + 60000000000;
+	write_rec_file(&m, 1);
+	expect_refused("written after now");
+	m = r;
+	m.window_ns = r.written_raw_ns + 1000000000; /* begun before boot */
+	write_rec_file(&m, 1);
+	expect_refused("a baseline inconsistent with its times");
+	m = r;
+	m.anchor_sd_ns = r.ppm * 1e-6 * (double)r.window_ns; /* twice what the stated ppm allows */
+	write_rec_file(&m, 1);
+	expect_refused("finer than its tie allows");
 
 	/* a rate 50 ppm off (or 20 times the writer's uncertainty, under
 	 * valgrind) that claims the writer's uncertainty: the bracket taken
@@ -491,18 +585,8 @@ static void test_killed_writer(void **state)
 	/* the same leftover a minute later: its writer is dead */
 	struct timeval old[2] = {{time(NULL) - 60, 0}, {time(NULL) - 60, 0}};
 	assert_int_equal(utimes(tmp, old), 0);
-	/* a process that did not get to the TSC (its calibration failed and
-	 * it fell back to an OS clock: seen under valgrind with both CPUs
-	 * busy) shares nothing, rightly: another process is asked, three at
-	 * most; none may say the old leftover still blocks it */
-	for (int tries = 0; tries < 3; tries++) {
-		s = probe(path);
-		if (s.published)
-			break;
-		print_message("  not published: %s\n", s.status);
-		assert_null(strstr(s.status, "another writer is busy"));
-	}
-	assert_int_equal(s.published, 1);
+	/* the old leftover no longer blocks a writer */
+	s = probe_writer();
 	assert_int_equal(access(tmp, F_OK), -1);
 
 	/* writers killed at random moments, 100 times: whatever is at PATH is
@@ -663,6 +747,10 @@ static void test_trace_names_the_record(void **state)
 		struct nc_trace *t;
 		if (nc_trace_open(&t, tpath, NULL) != 0 || nc_trace_close(t) != 0)
 			_exit(1);
+		struct nc_shared_status sst;
+		nc_get_shared_status(&sst);
+		if (!sst.adopted)
+			print_message("  the trace's process did not adopt: %s\n", sst.status);
 		_exit(0);
 	}
 	int st;

@@ -59,13 +59,20 @@
 #define ARCH "i386"
 #elif defined(__aarch64__)
 #define ARCH "aarch64"
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ARCH "ppc64le"
 #elif defined(__powerpc64__)
 #define ARCH "ppc64"
-#elif defined(__riscv)
+#elif defined(__riscv) && __riscv_xlen == 64
 #define ARCH "riscv64"
+#elif __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ARCH "other-le" /* its fields in its own byte order */
 #else
-#define ARCH "other"
+#define ARCH "other-be"
 #endif
+/* "0.3.0 ppc64le": the version's 7 characters at most and the name fit
+ * the record's 16 bytes */
+_Static_assert(sizeof(ARCH) <= 16 - 8, "architecture name too long for the record");
 static const char *lib_id(void)
 {
 	static char id[16];
@@ -189,6 +196,35 @@ static void user_path(char *out, size_t len)
 		nc__fmt(out, len, "/dev/shm/nanoclock-%u", (unsigned)geteuid());
 }
 
+/* Plausible, and consistent with itself, or what is not: scatter of at
+ * most 2 us, the stated uncertainty no finer than half the tie's 4
+ * standard errors over the baseline, brackets of at most 100 us, a tie
+ * before the record was written and a baseline begun after boot, written
+ * before now.
+ * The writer asks it too: it never writes what a reader would refuse. */
+static const char *implausible(const struct rec *r, int64_t now)
+{
+	if (!nc__hz_valid(r->hz))
+		return "a rate out of range";
+	if (!(r->ppm > 0 && r->ppm < 1e3) || !(r->worst_ppm >= 0 && r->worst_ppm < 1e6))
+		return "an uncertainty out of range";
+	if (!(r->sigma_ns >= 0 && r->sigma_ns <= 2e3) || !(r->anchor_sd_ns >= 0 && r->anchor_sd_ns <= 2e3))
+		return "a scatter above 2 us (values out of range)";
+	if (r->min_width == 0 || r->accept_width < r->min_width ||
+	    (double)r->accept_width * 1e9 / r->hz > 1e5)
+		return "brackets wider than 100 us (values out of range)";
+	/* the tie lies inside the baseline (the fit's centroid: early or late
+	 * as the accepted brackets fell), the baseline began after boot */
+	if (r->window_ns <= 0 || r->anchor_ns <= 0 || r->written_raw_ns < r->anchor_ns ||
+	    r->window_ns > r->written_raw_ns)
+		return "a baseline inconsistent with its times (values inconsistent)";
+	if (r->written_raw_ns > now)
+		return "written after now (values inconsistent)";
+	if (r->ppm * 1e-6 * (double)r->window_ns < 2 * r->anchor_sd_ns)
+		return "an uncertainty finer than its tie allows (values inconsistent)";
+	return NULL;
+}
+
 /* Reads the record at path and checks all that does not need the counter:
  * 1, or 0 with why. */
 static int load_record(const char *path, const struct nc__config *cfg, struct rec *r, char *why,
@@ -261,20 +297,9 @@ static int load_record(const char *path, const struct nc__config *cfg, struct re
 			 lib_id(), r->facts_size != sizeof(r->facts) ? " (another layout)" : "");
 		return 0;
 	}
-	/* plausible, and consistent with itself: scatter of at most 2 us, the
-	 * stated uncertainty no finer than half the tie's 4 standard errors
-	 * over the baseline, brackets of at most 100 us, a baseline that ended
-	 * before the record was written, written before now */
-	int64_t now = nc__mono_raw_ns();
-	if (!nc__hz_valid(r->hz) || !(r->ppm > 0 && r->ppm < 1e3) ||
-	    !(r->worst_ppm >= 0 && r->worst_ppm < 1e6) || !(r->sigma_ns >= 0 && r->sigma_ns <= 2e3) ||
-	    !(r->anchor_sd_ns >= 0 && r->anchor_sd_ns <= 2e3) || r->min_width == 0 ||
-	    r->accept_width < r->min_width || (double)r->accept_width * 1e9 / r->hz > 1e5 ||
-	    r->window_ns <= 0 || r->anchor_ns <= 0 || r->written_raw_ns < r->anchor_ns ||
-	    r->written_raw_ns > now ||
-	    (double)r->window_ns > 2.0 * (double)(r->written_raw_ns - r->anchor_ns) + 2e6 ||
-	    r->ppm * 1e-6 * (double)r->window_ns < 2 * r->anchor_sd_ns) {
-		nc__fmt(why, len, "refused: values out of range or inconsistent");
+	const char *bad = implausible(r, nc__mono_raw_ns());
+	if (bad) {
+		nc__fmt(why, len, "refused: %s", bad);
 		return 0;
 	}
 	/* the facts' strings are printed: terminated whatever the file says */
@@ -504,6 +529,11 @@ static int fill(struct rec *r, int sync_verdict, double shift_ns, uint32_t ncpus
 	r->sync_raw_ns = sync_verdict >= 0 ? r->written_raw_ns : 0;
 	if (!nc__hz_valid(r->hz) || !(r->ppm > 0) || r->window_ns <= 0 || r->accept_width == 0) {
 		SAY("this process has no measured rate to share");
+		return NC_EINVAL;
+	}
+	const char *bad = implausible(r, r->written_raw_ns);
+	if (bad) {
+		SAY("its measurement has %s: a reader would refuse it", bad);
 		return NC_EINVAL;
 	}
 	return 0;

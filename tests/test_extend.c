@@ -13,8 +13,11 @@
 #include "internal.h"
 #include "child.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,22 +81,30 @@ static void check_elapsed(uint64_t ticks, int64_t b0, int64_t a0, int64_t b1, in
 	}
 }
 
-/* 20-bit counter: extended to 64 bits across many wraps, also when
- * nobody reads it for several wrap periods. */
-static void child_wrap(const char *arg)
+/* nc_init, and what it said when it did not return 0 */
+static int init_saying(void)
 {
-	(void)arg;
-	add("wrap20", wrap20, wrap20_hz(), 20);
 	int rc = nc_init();
 	if (rc != 0) {
 		struct nc_info in;
 		nc_get_info(&in);
 		fprintf(stderr, "case: nc_init %d (%s); counter %s, %s; hz %.0f %s\n", rc, nc_strerror(rc),
 			in.counter, in.counter_error, in.hz, in.hz_source);
+		for (int i = 0; i < in.n_candidates; i++)
+			fprintf(stderr, "  candidate %s: %s\n", in.candidates[i].name, in.candidates[i].reason);
 		for (int i = 0; i < in.n_hz_sources; i++)
 			fprintf(stderr, "  source %s: %s\n", in.hz_sources[i].name, in.hz_sources[i].reason);
 	}
-	CHECK(rc == 0);
+	return rc;
+}
+
+/* 20-bit counter: extended to 64 bits across many wraps, also when
+ * nobody reads it for several wrap periods. */
+static void child_wrap(const char *arg)
+{
+	(void)arg;
+	add("wrap20", wrap20, wrap20_hz(), 20);
+	CHECK(init_saying() == 0);
 	CHECK(strcmp(nc_counter_name(), "wrap20") == 0);
 	struct nc_info in;
 	nc_get_info(&in);
@@ -131,7 +142,7 @@ static void child_wrap_late(const char *arg)
 {
 	(void)arg;
 	add("wrap20_late", wrap20_late, wrap20_hz(), 20);
-	CHECK(nc_init() == 0);
+	CHECK(init_saying() == 0);
 	CHECK(strcmp(nc_counter_name(), "wrap20_late") == 0);
 	int64_t b0 = nc__mono_raw_ns();
 	uint64_t t0 = nc_ticks_begin();
@@ -151,6 +162,80 @@ static void child_wrap_late(const char *arg)
 	check_elapsed(t1 - t0, b0, a0, b1, a1);
 }
 
+/* 16 bits at 1 GHz (16 times slower under valgrind): wraps every 65.5 us.
+ * While `stalling`, its 30th and 100th reads arm a timer that takes the
+ * thread off its CPU for 1.2 ms (18 wrap periods) a few microseconds
+ * later: between two reads, as a busy machine does, in the first check of
+ * the counter (200 reads). */
+static int stalling;
+static uint64_t wrap16(void *ctx)
+{
+	(void)ctx;
+	static int calls;
+	uint64_t v = ((uint64_t)nc__mono_raw_ns() >> slow_shift) & 0xffff;
+	if (stalling && (++calls == 30 || calls == 100)) {
+		struct itimerval it = {{0, 0}, {0, 5}};
+		setitimer(ITIMER_REAL, &it, NULL);
+	}
+	return v;
+}
+
+static void stall(int sig)
+{
+	(void)sig;
+	int e = errno;
+	struct timespec ts = {0, 1200000L << slow_shift};
+	nanosleep(&ts, NULL);
+	errno = e;
+}
+
+/* A narrow counter selected while its thread is preempted for many wrap
+ * periods: a gap no rough rate can count yet is not a backward step.  The
+ * counter is checked again and followed, and counts right (or, where the
+ * machine itself adds such gaps to every check, refused as one that could
+ * not be followed); never called one that went backwards, and the clock
+ * works either way. */
+static void child_wrap_stalled(const char *arg)
+{
+	(void)arg;
+	add("wrap16", wrap16, wrap20_hz(), 16);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = stall;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
+	stalling = 1;
+	int rc = nc_init();
+	stalling = 0;
+	struct nc_info in;
+	nc_get_info(&in); /* nc_init's error if it had one */
+	const struct nc_candidate *c = find(&in, "wrap16");
+	CHECK(c != NULL);
+	fprintf(stderr, "  wrap16 (nc_init %d): %s\n", rc, c->reason);
+	CHECK(!strstr(c->reason, "backwards"));
+	if (strcmp(nc_counter_name(), "wrap16") == 0) {
+		CHECK(rc == 0);
+		/* tight reads, then a 1 ms gap (15 periods): counted right */
+		int64_t b0 = nc__mono_raw_ns();
+		uint64_t t0 = nc_ticks_begin();
+		int64_t a0 = nc__mono_raw_ns();
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+		int64_t b1 = nc__mono_raw_ns();
+		uint64_t t1 = nc_ticks_end();
+		int64_t a1 = nc__mono_raw_ns();
+		check_elapsed(t1 - t0, b0, a0, b1, a1);
+	} else {
+		CHECK(rc == NC_ENOCOUNTER);
+		CHECK(strstr(c->reason, "could not be followed"));
+		int64_t a = nc__mono_raw_ns();
+		uint64_t v = nc_now_ns();
+		int64_t b = nc__mono_raw_ns();
+		CHECK((int64_t)v >= a - 100000 && (int64_t)v <= b + 100000);
+	}
+}
+
 /* Pure extension logic on synthetic values. */
 static void test_extend_step(void **state)
 {
@@ -158,16 +243,16 @@ static void test_extend_step(void **state)
 	struct nc__counter raw = {.name = "x", .bits = 8};
 	struct nc__ext e;
 	nc__ext_init(&e, &raw);
-	assert_int_equal(nc__ext_step(&e, 250, 0), 250);
-	assert_int_equal(nc__ext_step(&e, 5, 10), 261);   /* wrapped once */
-	assert_int_equal(nc__ext_step(&e, 100, 20), 356);
-	assert_int_equal(nc__ext_step(&e, 99, 30), 356);  /* backwards: held */
+	assert_int_equal(nc__ext_step(&e, 250, 0, 0), 250);
+	assert_int_equal(nc__ext_step(&e, 5, 10, 0), 261);   /* wrapped once */
+	assert_int_equal(nc__ext_step(&e, 100, 20, 0), 356);
+	assert_int_equal(nc__ext_step(&e, 99, 30, 0), 356);  /* backwards: held */
 	assert_int_equal(e.backsteps, 1);
-	assert_int_equal(nc__ext_step(&e, 110, 40), 366); /* measured from 100 */
+	assert_int_equal(nc__ext_step(&e, 110, 40, 0), 366); /* measured from 100 */
 	/* with a rate, whole periods come from the OS clock: 1 tick/ns, 1000 ns
 	 * = 3 periods + 232 ticks */
 	nc__ext_set_hz(&e, 1e9);
-	assert_int_equal(nc__ext_step(&e, (110 + 1000) & 255, 1040), 366 + 1000);
+	assert_int_equal(nc__ext_step(&e, (110 + 1000) & 255, 1040, 0), 366 + 1000);
 	/* Before the rate is known (selection, calibration) a gap of more than
 	 * half a period must not be taken for a backward step: the extension
 	 * learns a rough rate from its own reads.  8 bits at 1 tick/ns: reads
@@ -176,20 +261,73 @@ static void test_extend_step(void **state)
 	nc__ext_init(&e, &raw);
 	uint64_t v = 0;
 	for (int64_t t = 0; t <= 20000; t += 20)
-		v = nc__ext_step(&e, (uint64_t)t & 255, t);
+		v = nc__ext_step(&e, (uint64_t)t & 255, t, 0);
 	assert_int_equal(v, 20000);
-	assert_int_equal(nc__ext_step(&e, (20000 + 1000) & 255, 21000), 21000);
-	assert_int_equal(nc__ext_step(&e, (21000 + 300) & 255, 21300), 21300);
+	assert_int_equal(nc__ext_step(&e, (20000 + 1000) & 255, 21000, 0), 21000);
+	assert_int_equal(nc__ext_step(&e, (21000 + 300) & 255, 21300, 0), 21300);
 	assert_int_equal(e.backsteps, 0);
+	assert_int_equal(e.gaps, 0);
+
+	/* A thread preempted for 100 us (390 periods) before any rate: whole
+	 * periods may hide in the gap, and a value below the last may be a
+	 * wrap or a backward step.  Neither is counted: an unresolved gap,
+	 * the value advanced by the difference only, the rough rate started
+	 * afresh from there (selection checks again). */
+	nc__ext_init(&e, &raw);
+	for (int64_t t = 0; t <= 5000; t += 20)
+		v = nc__ext_step(&e, (uint64_t)t & 255, t, 0);
+	assert_int_equal(v, 5000); /* raw 136; 5 us: no rate yet */
+	assert_int_equal(nc__ext_step(&e, 104930 & 255, 104930, 0), 5000 + 90); /* raw 226 */
+	assert_int_equal(e.gaps, 1);
+	assert_int_equal(e.backsteps, 0);
+	assert_int_equal(nc__ext_step(&e, 104950 & 255, 104950, 0), 5110);
+	assert_int_equal(e.first_os, 104930); /* the rough rate's new start */
+	/* lower after the gap: held */
+	nc__ext_init(&e, &raw);
+	for (int64_t t = 0; t <= 5000; t += 20)
+		v = nc__ext_step(&e, (uint64_t)t & 255, t, 0);
+	assert_int_equal(nc__ext_step(&e, 100, 90000, 0), 5000);
+	assert_int_equal(e.gaps, 1);
+	assert_int_equal(e.backsteps, 0);
+	/* a jump back within 20 us is a backward step whatever the rate: a
+	 * counter that wraps that fast cannot be followed */
+	nc__ext_init(&e, &raw);
+	for (int64_t t = 0; t <= 5000; t += 20)
+		v = nc__ext_step(&e, (uint64_t)t & 255, t, 0);
+	assert_int_equal(nc__ext_step(&e, (5000 - 10) & 255, 5100, 0), 5000);
+	assert_int_equal(e.backsteps, 1);
+	assert_int_equal(e.gaps, 0);
+
+	/* The rough rate is trusted only as far as the reads' OS brackets
+	 * allow.  400 us of reads, then a gap of 100.2 us (391 periods and
+	 * 104 ticks): bracketed +-10 ns the rate is good to 3e-4 and the
+	 * periods are counted; bracketed +-2 us (1%) they cannot be. */
+	for (int pass = 0; pass < 2; pass++) {
+		int64_t hw = pass ? 10 : 2000;
+		nc__ext_init(&e, &raw);
+		for (int64_t t = 0; t <= 400000; t += 100)
+			v = nc__ext_step(&e, (uint64_t)t & 255, t, hw);
+		assert_int_equal(v, 400000);
+		v = nc__ext_step(&e, 500200 & 255, 500200, hw);
+		assert_int_equal(e.backsteps, 0);
+		if (pass) {
+			assert_int_equal(v, 500200);
+			assert_int_equal(e.gaps, 0);
+		} else {
+			assert_int_equal(v, 400000 + 104);
+			assert_int_equal(e.gaps, 1);
+		}
+	}
 	/* 64-bit raw counters pass through */
 	struct nc__counter raw64 = {.name = "y", .bits = 64};
 	nc__ext_init(&e, &raw64);
-	assert_int_equal(nc__ext_step(&e, UINT64_MAX - 1, 0), UINT64_MAX - 1);
+	assert_int_equal(nc__ext_step(&e, UINT64_MAX - 1, 0, 0), UINT64_MAX - 1);
 }
 
 static const struct child_case cases[] = {
 	{"narrow_wrapping", child_wrap, NULL, "wrap20", NULL},
 	{"narrow_preempted", child_wrap_late, NULL, "wrap20_late", NULL},
+	{"narrow_stalled", child_wrap_stalled, NULL, "wrap16", NULL},
 };
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
 

@@ -128,20 +128,22 @@ struct nc__ext {
 	int64_t last_os;
 	uint64_t first_ext; /* the first read: a rough rate before hz is known */
 	int64_t first_os;
+	int64_t first_hw, last_hw; /* half the OS-time bracket of those reads */
 	double hz;         /* 0 until known: then wraps are also counted by time */
 	int started;
 	long backsteps;    /* raw values that went backwards (see extend.c) */
+	long gaps;         /* gaps no rate could count in periods (see extend.c) */
 	/* the last (raw, extended) pair, latched for readers that find the
 	 * extension busy (a signal handler interrupting a read) */
 	uint64_t pub_seq, pub_raw[2], pub_ext[2];
-	int64_t pub_os[2];
+	int64_t pub_os[2], pub_hw[2];
 	struct nc__counter wrapped; /* reads the extended value */
 };
 NC_HIDDEN void nc__ext_init(struct nc__ext *e, const struct nc__counter *raw);
 NC_HIDDEN void nc__ext_set_hz(struct nc__ext *e, double hz);
 /* The pure core: the next extended value for raw value `raw` read at OS
- * time os_ns (caller serialises). */
-NC_HIDDEN uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns);
+ * time os_ns +- hw_ns (caller serialises). */
+NC_HIDDEN uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns, int64_t hw_ns);
 /* its lock, for fork (taken after nc__lib_lock) */
 NC_HIDDEN void nc__ext_lock(void);
 NC_HIDDEN void nc__ext_unlock(void);

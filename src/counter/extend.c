@@ -7,13 +7,21 @@
  * the difference modulo 2^bits, plus whole wrap periods when the OS clock
  * says more than half a period passed: so wraps are counted even if nobody
  * read the counter for hours.  The rate for that is the calibrated one, or
- * before calibration ends a rough one from the reads since the first.  A raw value just
- * below the previous one (a counter running backwards, or two CPUs
+ * before calibration ends a rough one from the reads since the first, its
+ * error from the OS-time brackets of those two reads; a gap is counted in
+ * periods only where that error cannot make the count wrong.  A raw value
+ * just below the previous one (a counter running backwards, or two CPUs
  * disagreeing) would look like an almost full wrap; when the OS clock
  * says that much time cannot have passed, the step is taken as zero and
- * counted as a backward step, which selection rejects.  Before any rate is
- * known (the first 10 us of reads), a jump of more than half a period
- * cannot be told from a backward step and is counted as one.
+ * counted as a backward step, which selection rejects.  A gap no rate can
+ * count yet (the first 10 us of reads, or a thread preempted for
+ * milliseconds while the rough rate is still rough: a busy machine) is
+ * another matter: a raw value below the last one there may be a backward
+ * step or a wrap, so it is counted as neither but as an unresolved gap
+ * (selection checks again) and the rough rate starts afresh after it.  A
+ * jump of more than half a period within 20 us (the widest bracket read
+ * before a rate is known) is a backward step whatever the rate: a counter
+ * that wraps that fast cannot be followed here.
  * The lock makes reads of narrow counters cost a mutex and a vDSO call:
  * they are a fallback for devices, not a fast path.  A read never waits
  * for it: one that finds it taken (a signal handler that interrupted a
@@ -32,8 +40,8 @@ static struct nc__futex_lock ext_lock = NC_FUTEX_LOCK_INIT;
 
 /* Ticks per ns: the calibrated rate, or until there is one (selection and
  * calibration read through here too) a rough one from the reads so far,
- * with its relative error (1 us of OS-clock jitter over the span).
- * 0 if neither. */
+ * with its relative error (the two reads' OS-time half-brackets and 100 ns
+ * over the span).  0 if neither. */
 static double ext_rate(const struct nc__ext *e, double *rel_err)
 {
 	*rel_err = 0;
@@ -42,13 +50,17 @@ static double ext_rate(const struct nc__ext *e, double *rel_err)
 	int64_t span = e->last_os - e->first_os;
 	if (!e->started || span < 10000 || e->ext <= e->first_ext)
 		return 0;
-	*rel_err = 1000.0 / (double)span;
+	*rel_err = (double)(e->first_hw + e->last_hw + 100) / (double)span;
 	return (double)(e->ext - e->first_ext) / (double)span;
 }
 
-uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns)
+#define FAST_GAP_NS 20000 /* the widest OS bracket before a rate is known */
+
+uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns, int64_t hw_ns)
 {
 	raw &= e->mask;
+	if (hw_ns < 0)
+		hw_ns = 0;
 	if (!e->started) {
 		e->started = 1;
 		e->last_raw = raw;
@@ -56,17 +68,19 @@ uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns)
 		e->last_os = os_ns;
 		e->first_ext = raw;
 		e->first_os = os_ns;
+		e->first_hw = e->last_hw = hw_ns;
 		return e->ext;
 	}
 	double period = (double)e->mask + 1.0;
 	uint64_t delta = (raw - e->last_raw) & e->mask;
-	/* a rough rate is trusted only for gaps its error cannot turn into a
-	 * wrong count of periods */
+	/* a rate is trusted only for gaps its error (and the two stamps'
+	 * brackets) cannot turn into a wrong count of periods */
 	double rel_err, rate = ext_rate(e, &rel_err);
 	double expect = -1; /* ticks the OS clock says passed; < 0: unknown */
-	if (rate > 0 && os_ns >= e->last_os) {
-		expect = (double)(os_ns - e->last_os) * rate;
-		if (expect * rel_err >= period / 4)
+	int64_t gap = os_ns - e->last_os;
+	if (rate > 0 && gap >= 0) {
+		expect = (double)gap * rate;
+		if (expect * rel_err + (double)(hw_ns + e->last_hw) * rate >= period / 4)
 			expect = -1;
 	}
 	if (expect >= period / 2) {
@@ -74,6 +88,23 @@ uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns)
 		double k = nearbyint((expect - (double)delta) / period);
 		if (k > 0)
 			delta += (uint64_t)k * (e->mask + 1);
+	} else if (expect < 0 && gap > FAST_GAP_NS) {
+		/* whole periods may hide in the gap, and a value below the last
+		 * may be a wrap or a backward step: no rate can tell yet.
+		 * Counted from the new value on (the difference if it is below
+		 * half a period, else nothing: the extended value stays
+		 * monotonic), and the rough rate starts afresh: it never spans
+		 * a gap it could not count */
+		e->gaps++;
+		if ((double)delta <= period / 2)
+			e->ext += delta;
+		e->last_raw = raw;
+		e->last_os = os_ns;
+		e->last_hw = hw_ns;
+		e->first_ext = e->ext;
+		e->first_os = os_ns;
+		e->first_hw = hw_ns;
+		return e->ext;
 	} else if ((double)delta > period / 2 &&
 		   (expect < 0 || (double)delta > expect + period / 4)) {
 		/* keep measuring from the highest value seen, and from the time
@@ -86,6 +117,7 @@ uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns)
 	e->ext += delta;
 	e->last_raw = raw;
 	e->last_os = os_ns;
+	e->last_hw = hw_ns;
 	return e->ext;
 }
 
@@ -93,7 +125,7 @@ uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns)
  * extension busy: a latch (src/base/latch.c). */
 struct triple {
 	uint64_t raw, ext;
-	int64_t os;
+	int64_t os, hw;
 };
 static void triple_store(void *obj, int i, const void *src)
 {
@@ -102,6 +134,7 @@ static void triple_store(void *obj, int i, const void *src)
 	NC_ST(e->pub_raw[i], v->raw);
 	NC_ST(e->pub_ext[i], v->ext);
 	NC_ST(e->pub_os[i], v->os);
+	NC_ST(e->pub_hw[i], v->hw);
 }
 static void triple_load(const void *obj, int i, void *dst)
 {
@@ -110,37 +143,39 @@ static void triple_load(const void *obj, int i, void *dst)
 	v->raw = NC_LD(e->pub_raw[i]);
 	v->ext = NC_LD(e->pub_ext[i]);
 	v->os = NC_LD(e->pub_os[i]);
+	v->hw = NC_LD(e->pub_hw[i]);
 }
 
 static void publish(struct nc__ext *e)
 {
-	struct triple v = {e->last_raw, e->ext, e->last_os};
+	struct triple v = {e->last_raw, e->ext, e->last_os, e->last_hw};
 	nc__latch_write(&e->pub_seq, e, triple_store, &v);
 }
 
 /* The extension busy (a signal handler interrupted a read on its thread,
  * or another thread is reading): extend from the last published triple
  * on a private copy, counting wraps the same way, storing nothing. */
-static uint64_t extend_aside(struct nc__ext *e, uint64_t raw, int64_t os_ns)
+static uint64_t extend_aside(struct nc__ext *e, uint64_t raw, int64_t os_ns, int64_t hw_ns)
 {
-	/* mask, hz and the first read are set at initialisation, before any
-	 * reader; the rest changes with every read: from the latch */
+	/* mask and hz are set at initialisation, before any reader; the rest
+	 * changes with reads: from the latch.  No rough rate here (its first
+	 * read moves after a gap): before hz is known a gap aside is not
+	 * counted in periods */
 	struct nc__ext tmp;
 	memset(&tmp, 0, sizeof(tmp));
 	tmp.raw = e->raw;
 	tmp.mask = e->mask;
 	tmp.hz = e->hz;
 	tmp.started = e->started;
-	tmp.first_ext = e->first_ext;
-	tmp.first_os = e->first_os;
 	struct triple v;
 	nc__latch_read(&e->pub_seq, e, triple_load, &v);
 	tmp.last_raw = v.raw;
-	tmp.ext = v.ext;
-	tmp.last_os = v.os;
+	tmp.ext = tmp.first_ext = v.ext;
+	tmp.last_os = tmp.first_os = v.os;
+	tmp.last_hw = tmp.first_hw = v.hw;
 	if (!tmp.started || (tmp.last_raw | tmp.ext) == 0)
 		return raw & e->mask;
-	return nc__ext_step(&tmp, raw, os_ns);
+	return nc__ext_step(&tmp, raw, os_ns, hw_ns);
 }
 
 /* The OS time of a raw read is taken on both sides of it: a thread
@@ -152,7 +187,7 @@ static uint64_t ext_read_with(struct nc__ext *e, uint64_t (*rd)(void *))
 		int64_t a = nc__mono_raw_ns();
 		uint64_t raw = rd(e->raw->ctx);
 		int64_t b = nc__mono_raw_ns();
-		return extend_aside(e, raw, a + (b - a) / 2);
+		return extend_aside(e, raw, a + (b - a) / 2, (b - a + 1) / 2);
 	}
 	double rel_err, rate = ext_rate(e, &rel_err);
 	/* an eighth of a period, or 20 us while the rate is unknown */
@@ -166,7 +201,7 @@ static uint64_t ext_read_with(struct nc__ext *e, uint64_t (*rd)(void *))
 		if ((double)(os2 - os1) <= max_ns || tries == 15)
 			break;
 	}
-	uint64_t v = nc__ext_step(e, raw, os1 + (os2 - os1) / 2);
+	uint64_t v = nc__ext_step(e, raw, os1 + (os2 - os1) / 2, (os2 - os1 + 1) / 2);
 	publish(e);
 	nc__futex_unlock(&ext_lock);
 	return v;

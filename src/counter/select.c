@@ -187,25 +187,43 @@ static void evaluate_one(const struct nc__machine *m, const struct nc__counter *
 		nc__copy(ci->reason, sizeof(ci->reason), why[0] ? why : "not available");
 		return;
 	}
-	if (c->bits < 64) {
-		nc__ext_init(&exts[i], c);
-		ext_used[i] = 1;
-		uses[i] = &exts[i].wrapped;
-	}
 	struct eval ev;
-	memset(&ev, 0, sizeof(ev));
-	ev.c = uses[i];
-	ev.m = m;
-	ev.i = i;
-	ev.reads = reads;
-	int sig = 0;
-	if (c->trap)
-		sig = nc__trap_run(read_checks, &ev);
-	else
-		read_checks(&ev);
-	if (sig) {
-		nc__fmt(ci->reason, sizeof(ci->reason), "faulted with %s when read", sig_name(sig));
-		return;
+	int attempt;
+	/* a narrow counter's check with a gap no rate could count yet (a
+	 * thread preempted for longer than a wrap period: a busy machine)
+	 * says nothing either way, and its rough rate may be a period short:
+	 * checked again from scratch, three times at most */
+	for (attempt = 0;; attempt++) {
+		if (c->bits < 64) {
+			nc__ext_init(&exts[i], c);
+			ext_used[i] = 1;
+			uses[i] = &exts[i].wrapped;
+		}
+		memset(&ev, 0, sizeof(ev));
+		ev.c = uses[i];
+		ev.m = m;
+		ev.i = i;
+		ev.reads = reads;
+		int sig = 0;
+		if (c->trap)
+			sig = nc__trap_run(read_checks, &ev);
+		else
+			read_checks(&ev);
+		if (sig) {
+			nc__fmt(ci->reason, sizeof(ci->reason), "faulted with %s when read",
+				 sig_name(sig));
+			return;
+		}
+		if (ev.rc || !ext_used[i] || exts[i].backsteps || !exts[i].gaps)
+			break;
+		if (attempt == 2) {
+			ev.rc = NC_ENOCOUNTER;
+			nc__fmt(ev.why, sizeof(ev.why),
+				 "could not be followed: in 3 checks its reads had gaps longer than a "
+				 "wrap period (2^%u) before its rate was known (a busy machine?)",
+				 c->bits);
+			break;
+		}
 	}
 	if (ev.rc == 0 && ext_used[i] && exts[i].backsteps) {
 		ev.rc = NC_ENOCOUNTER;
@@ -225,8 +243,11 @@ static void evaluate_one(const struct nc__machine *m, const struct nc__counter *
 	ci->resolution_ns = (double)ev.res * 1e9 / ev.hz;
 	ci->cost_ns = ev.cost;
 	ci->score = ci->resolution_ns + ci->cost_ns + ci->penalty_ns;
-	nc__fmt(ci->reason, sizeof(ci->reason), "monotonic and advancing in %d reads%s%s",
+	nc__fmt(ci->reason, sizeof(ci->reason), "monotonic and advancing in %d reads%s%s%s",
 		 reads, c->bits < 64 ? "; extended to 64 bits" : "",
+		 attempt == 1   ? " (checked twice: a gap beyond a wrap before its rate)"
+		 : attempt == 2 ? " (checked 3 times: gaps beyond a wrap before its rate)"
+				: "",
 		 strcmp(c->name, "tsc") == 0 && m->kv.tsc_unstable == 1
 			 ? "; kernel distrusts it, our checks pass" : "");
 }

@@ -429,6 +429,8 @@ struct cold {
 };
 
 /* Runs `nanoclock bench --init-once` and reads its line. */
+static char cold_why[160];
+
 static int run_cold(struct cold *out)
 {
 	int fd[2];
@@ -444,16 +446,26 @@ static int run_cold(struct cold *out)
 	posix_spawn_file_actions_destroy(&fa);
 	close(fd[1]);
 	char buf[256] = "";
+	int st = 0;
 	if (rc == 0) {
 		ssize_t r = read(fd[0], buf, sizeof(buf) - 1);
 		buf[r > 0 ? r : 0] = 0;
-		waitpid(pid, NULL, 0);
+		waitpid(pid, &st, 0);
 	}
 	close(fd[0]);
-	return rc == 0 && sscanf(buf, "%lf %lf %lf %d %31s", &out->init_ms, &out->hz, &out->ppm,
-				 &out->status, out->source) == 5
-		       ? 0
-		       : -1;
+	if (rc == 0 && sscanf(buf, "%lf %lf %lf %d %31s", &out->init_ms, &out->hz, &out->ppm,
+			      &out->status, out->source) == 5)
+		return 0;
+	/* said once in the summary: why the cold processes gave nothing */
+	if (rc != 0)
+		snprintf(cold_why, sizeof(cold_why), "cannot start /proc/self/exe: %s", strerror(rc));
+	else if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+		snprintf(cold_why, sizeof(cold_why),
+			 "/proc/self/exe could not be executed (under an emulator without binfmt_misc?)");
+	else
+		snprintf(cold_why, sizeof(cold_why), "a cold process ended with status 0x%x and printed '%.60s'",
+			 st, buf);
+	return -1;
 }
 
 static int init_once(void)
@@ -585,6 +597,9 @@ static int bench_init(int runs, double idle_s)
 	       "before each start (%d written%s%s)\n\n",
 	       k, idle_s, nc_counter_name(), ref, ref_ppm, (b.raw - a.raw) / 1e9, wrote,
 	       why[0] ? "; " : "", why);
+	if (k < runs || ks < runs)
+		printf("%d of %d cold processes gave no result: %s\n\n", 2 * runs - k - ks, 2 * runs,
+		       cold_why);
 	printf("%4s | %10s %12s %10s %6s | %10s %12s %10s %6s %s\n", "run", "unshared", "error ppm",
 	       "stated", "within", "shared", "error ppm", "stated", "within", "source");
 	for (int i = 0; i < runs; i++) {

@@ -28,6 +28,12 @@ struct sim {
 	 * drifts (a systematic bias of the slope: warm_ns / 2 / warm_period) */
 	double warm_ns, warm_period_ns;
 	long double warm_t0;
+	/* episodes (an emulator on a busy machine): after each preemption the
+	 * reference reads off by a new U(-episode_ns, episode_ns), decaying
+	 * with time constant episode_tau_ns (caches and the emulator's code
+	 * warming again) */
+	double episode_ns, episode_tau_ns, episode_off;
+	long double episode_t;
 	uint64_t rng;
 	long calls;
 };
@@ -45,8 +51,13 @@ static inline void sim_advance(struct sim *s)
 {
 	s->calls++;
 	s->t_ns += s->cost_min_ns + (s->cost_max_ns - s->cost_min_ns) * sim_uniform(s);
-	if (s->preempt_p > 0 && sim_uniform(s) < s->preempt_p)
+	if (s->preempt_p > 0 && sim_uniform(s) < s->preempt_p) {
 		s->t_ns += s->preempt_ns * (0.5 + sim_uniform(s));
+		if (s->episode_ns > 0) {
+			s->episode_off = s->episode_ns * (2 * sim_uniform(s) - 1);
+			s->episode_t = s->t_ns;
+		}
+	}
 }
 
 static inline uint64_t sim_ticks_at(const struct sim *s, long double t_ns)
@@ -75,6 +86,8 @@ static inline int64_t sim_ref(void *ctx)
 	if (s->wander_ns > 0)
 		t += s->wander_ns * sin(6.283185307179586 * (double)(t / s->wander_period_ns) +
 					s->wander_phase);
+	if (s->episode_ns > 0)
+		t += s->episode_off * exp(-(double)(s->t_ns - s->episode_t) / s->episode_tau_ns);
 	if (s->warm_ns > 0) {
 		double age = (double)(s->t_ns - s->warm_t0);
 		if (age < s->warm_period_ns)
@@ -97,6 +110,8 @@ static inline void sim_default(struct sim *s, double hz, uint64_t seed)
 	s->wander_ns = s->wander_period_ns = s->wander_phase = 0;
 	s->warm_ns = s->warm_period_ns = 0;
 	s->warm_t0 = s->t_ns;
+	s->episode_ns = s->episode_tau_ns = s->episode_off = 0;
+	s->episode_t = s->t_ns;
 	s->rng = seed * 0x9E3779B97F4A7C15ull + 1;
 	s->calls = 0;
 }

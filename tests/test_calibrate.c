@@ -325,6 +325,46 @@ static void test_adaptive_cap(void **state)
 	assert_int_equal(nc__calibrate_until(&io, NULL, &c), NC_EINVAL);
 }
 
+/* A known limit, measured and guarded: offsets of the reference's place
+ * that change at each preemption and fade over 0.5 ms (what an emulator
+ * on a busy machine shows: 56 of 60 real cold calibrations of the riscv64
+ * build under qemu-user were within their stated uncertainty, worst 1.28
+ * times it, scripts/calib-spread).  Few such episodes fall in a window,
+ * and no batching of it sees them as independent: the stated uncertainty
+ * covers 95% of these worlds (284 of 300 seeds natively, worst 4.96 times
+ * it; the first 30: 28, worst 1.22), not the 4-sigma share.  Asserted: at
+ * least 90% of 300 (80% of the 30 run under emulation or valgrind) and
+ * never 6 times over, so that a change that makes it worse fails here. */
+static void test_episodic_offsets(void **state)
+{
+	(void)state;
+	/* 3.8 s natively; a tenth of it emulated or under valgrind (seeds()
+	 * would keep a quarter: a minute of valgrind) */
+	int n = seeds(300) == 300 ? 300 : 30, within = 0;
+	double worst = 0;
+	for (int seed = 1; seed <= n; seed++) {
+		struct sim s;
+		sim_default(&s, 2596146000.0, (uint64_t)seed);
+		s.cost_min_ns = 160;
+		s.cost_max_ns = 240;
+		s.preempt_p = 0.0002;
+		s.preempt_ns = 3e6;
+		s.episode_ns = 30;
+		s.episode_tau_ns = 500000;
+		struct nc__calib_io io = io_for(&s);
+		struct nc__calib_goal g = {250000, 20000000, 1.0};
+		struct nc__calib c;
+		assert_int_equal(nc__calibrate_until(&io, &g, &c), 0);
+		double r = fabs(err_ppm(&c, s.hz)) / c.ppm;
+		within += r <= 1;
+		worst = r > worst ? r : worst;
+	}
+	printf("  episodic offsets (30 ns, 0.5 ms): %d of %d within the stated uncertainty, worst "
+	       "%.2f times it\n", within, n, worst);
+	assert_true(within >= (n == 300 ? n * 9 / 10 : n * 8 / 10));
+	assert_true(worst < 6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -334,7 +374,7 @@ int main(void)
 		cmocka_unit_test(test_frozen_reference), cmocka_unit_test(test_bad_args),
 		cmocka_unit_test(test_long_baseline),    cmocka_unit_test(test_slow_wander),
 		cmocka_unit_test(test_adaptive_stops_early), cmocka_unit_test(test_adaptive_cap),
-		cmocka_unit_test(test_warming_brackets),
+		cmocka_unit_test(test_warming_brackets), cmocka_unit_test(test_episodic_offsets),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

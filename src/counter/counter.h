@@ -133,6 +133,7 @@ struct nc__ext {
 	int started;
 	long backsteps;    /* raw values that went backwards (see extend.c) */
 	long gaps;         /* gaps no rate could count in periods (see extend.c) */
+	int reading;       /* a read holds ext_lock for it (a fault leaves it held) */
 	/* the last (raw, extended) pair, latched for readers that find the
 	 * extension busy (a signal handler interrupting a read) */
 	uint64_t pub_seq, pub_raw[2], pub_ext[2];
@@ -141,6 +142,8 @@ struct nc__ext {
 };
 NC_HIDDEN void nc__ext_init(struct nc__ext *e, const struct nc__counter *raw);
 NC_HIDDEN void nc__ext_set_hz(struct nc__ext *e, double hz);
+/* after a trapped read of e faulted: releases the lock it left held */
+NC_HIDDEN void nc__ext_after_fault(struct nc__ext *e);
 /* The pure core: the next extended value for raw value `raw` read at OS
  * time os_ns +- hw_ns (caller serialises). */
 NC_HIDDEN uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns, int64_t hw_ns);

@@ -62,7 +62,7 @@ uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns, int64_t hw
 	if (hw_ns < 0)
 		hw_ns = 0;
 	if (!e->started) {
-		e->started = 1;
+		__atomic_store_n(&e->started, 1, __ATOMIC_RELAXED);
 		e->last_raw = raw;
 		e->ext = raw;
 		e->last_os = os_ns;
@@ -80,7 +80,12 @@ uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns, int64_t hw
 	int64_t gap = os_ns - e->last_os;
 	if (rate > 0 && gap >= 0) {
 		expect = (double)gap * rate;
-		if (expect * rel_err + (double)(hw_ns + e->last_hw) * rate >= period / 4)
+		/* the calibrated rate is always trusted: its reads' brackets
+		 * are at most an eighth of a period (ext_read_with), and a gap
+		 * must never lose periods silently; a rough one only where its
+		 * error and the stamps' brackets cannot miscount them */
+		if (e->hz <= 0 &&
+		    expect * rel_err + (double)(hw_ns + e->last_hw) * rate >= period / 4)
 			expect = -1;
 	}
 	if (expect >= period / 2) {
@@ -88,7 +93,7 @@ uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns, int64_t hw
 		double k = nearbyint((expect - (double)delta) / period);
 		if (k > 0)
 			delta += (uint64_t)k * (e->mask + 1);
-	} else if (expect < 0 && gap > FAST_GAP_NS) {
+	} else if (expect < 0 && e->hz <= 0 && gap > FAST_GAP_NS) {
 		/* whole periods may hide in the gap, and a value below the last
 		 * may be a wrap or a backward step: no rate can tell yet.
 		 * Counted from the new value on (the difference if it is below
@@ -165,8 +170,8 @@ static uint64_t extend_aside(struct nc__ext *e, uint64_t raw, int64_t os_ns, int
 	memset(&tmp, 0, sizeof(tmp));
 	tmp.raw = e->raw;
 	tmp.mask = e->mask;
-	tmp.hz = e->hz;
-	tmp.started = e->started;
+	__atomic_load(&e->hz, &tmp.hz, __ATOMIC_RELAXED);
+	tmp.started = __atomic_load_n(&e->started, __ATOMIC_RELAXED);
 	struct triple v;
 	nc__latch_read(&e->pub_seq, e, triple_load, &v);
 	tmp.last_raw = v.raw;
@@ -194,6 +199,9 @@ static uint64_t ext_read_with(struct nc__ext *e, uint64_t (*rd)(void *))
 	double max_ns = rate > 0 ? ((double)e->mask + 1.0) / rate / 8 : 20000;
 	int64_t os1, os2;
 	uint64_t raw;
+	/* a trapped counter may fault in rd(): nc__ext_after_fault then
+	 * knows the lock was left held */
+	__atomic_store_n(&e->reading, 1, __ATOMIC_RELAXED);
 	for (int tries = 0;; tries++) {
 		os1 = nc__mono_raw_ns();
 		raw = rd(e->raw->ctx);
@@ -203,8 +211,20 @@ static uint64_t ext_read_with(struct nc__ext *e, uint64_t (*rd)(void *))
 	}
 	uint64_t v = nc__ext_step(e, raw, os1 + (os2 - os1) / 2, (os2 - os1 + 1) / 2);
 	publish(e);
+	__atomic_store_n(&e->reading, 0, __ATOMIC_RELAXED);
 	nc__futex_unlock(&ext_lock);
 	return v;
+}
+
+void nc__ext_after_fault(struct nc__ext *e)
+{
+	/* the read that faulted held the lock for this extension (one that
+	 * found it taken read aside, holding nothing): only its thread
+	 * reads a candidate under probe, so the lock is that thread's */
+	if (__atomic_load_n(&e->reading, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&e->reading, 0, __ATOMIC_RELAXED);
+		nc__futex_unlock(&ext_lock);
+	}
 }
 
 static uint64_t ext_read(void *ctx)
@@ -235,7 +255,7 @@ void nc__ext_init(struct nc__ext *e, const struct nc__counter *raw)
 void nc__ext_set_hz(struct nc__ext *e, double hz)
 {
 	nc__futex_lock(&ext_lock);
-	e->hz = hz;
+	__atomic_store(&e->hz, &hz, __ATOMIC_RELAXED); /* extend_aside reads it unlocked */
 	nc__futex_unlock(&ext_lock);
 }
 

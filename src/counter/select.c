@@ -210,11 +210,15 @@ static void evaluate_one(const struct nc__machine *m, const struct nc__counter *
 		else
 			read_checks(&ev);
 		if (sig) {
+			if (ext_used[i])
+				nc__ext_after_fault(&exts[i]);
 			nc__fmt(ci->reason, sizeof(ci->reason), "faulted with %s when read",
 				 sig_name(sig));
 			return;
 		}
-		if (ev.rc || !ext_used[i] || exts[i].backsteps || !exts[i].gaps)
+		/* a gap may also have made the check fail (a still round, no
+		 * advance): checked again all the same */
+		if (!ext_used[i] || exts[i].backsteps || !exts[i].gaps)
 			break;
 		if (attempt == 2) {
 			ev.rc = NC_ENOCOUNTER;

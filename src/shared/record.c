@@ -65,10 +65,12 @@
 #define ARCH "ppc64"
 #elif defined(__riscv) && __riscv_xlen == 64
 #define ARCH "riscv64"
-#elif __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define ARCH "other-le" /* its fields in its own byte order */
+#elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ARCH "any-le" /* its fields in its own byte order */
+#elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define ARCH "any-be"
 #else
-#define ARCH "other-be"
+#define ARCH "any"
 #endif
 /* "0.3.0 ppc64le": the version's 7 characters at most and the name fit
  * the record's 16 bytes */

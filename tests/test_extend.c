@@ -99,6 +99,20 @@ static int init_saying(void)
 	return rc;
 }
 
+/* Two reads ns apart with none between: the elapsed time is right. */
+static void check_gap(long ns)
+{
+	int64_t b0 = nc__mono_raw_ns();
+	uint64_t t0 = nc_ticks_begin();
+	int64_t a0 = nc__mono_raw_ns();
+	struct timespec ts = {0, ns};
+	nanosleep(&ts, NULL);
+	int64_t b1 = nc__mono_raw_ns();
+	uint64_t t1 = nc_ticks_end();
+	int64_t a1 = nc__mono_raw_ns();
+	check_elapsed(t1 - t0, b0, a0, b1, a1);
+}
+
 /* 20-bit counter: extended to 64 bits across many wraps, also when
  * nobody reads it for several wrap periods. */
 static void child_wrap(const char *arg)
@@ -126,15 +140,7 @@ static void child_wrap(const char *arg)
 	}
 	CHECK(prev - first > (1u << 20) * 15); /* beyond 20 bits */
 	/* a 10 ms gap (~10 wraps) with no reads at all */
-	b0 = nc__mono_raw_ns();
-	uint64_t t0 = nc_ticks_begin();
-	a0 = nc__mono_raw_ns();
-	struct timespec ts = {0, 10000000};
-	nanosleep(&ts, NULL);
-	int64_t b1 = nc__mono_raw_ns();
-	uint64_t t1 = nc_ticks_end();
-	int64_t a1 = nc__mono_raw_ns();
-	check_elapsed(t1 - t0, b0, a0, b1, a1);
+	check_gap(10000000);
 }
 
 /* Reads preempted between the counter and the OS clock: no wrap counted
@@ -226,16 +232,8 @@ static void child_wrap_stalled(const char *arg)
 	CHECK(!strstr(c->reason, "backwards"));
 	if (strcmp(nc_counter_name(), "wrap16") == 0) {
 		CHECK(rc == 0);
-		/* tight reads, then a 1 ms gap (15 periods): counted right */
-		int64_t b0 = nc__mono_raw_ns();
-		uint64_t t0 = nc_ticks_begin();
-		int64_t a0 = nc__mono_raw_ns();
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
-		int64_t b1 = nc__mono_raw_ns();
-		uint64_t t1 = nc_ticks_end();
-		int64_t a1 = nc__mono_raw_ns();
-		check_elapsed(t1 - t0, b0, a0, b1, a1);
+		/* a 1 ms gap (15 periods) with no reads: counted right */
+		check_gap(1000000);
 	} else {
 		CHECK(rc == NC_ENOCOUNTER);
 		CHECK(strstr(c->reason, "could not be followed"));

@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -771,6 +773,86 @@ static void test_trace_names_the_record(void **state)
 	assert_memory_equal(&in.shared_hz, &r.hz, sizeof(double));
 }
 
+/* A full file system: the rewrite fails with ENOSPC and says which step,
+ * leaves no PATH.new, and the record already there stays whole.  Root
+ * only (a 16 KiB tmpfs in a mount namespace of the child's own). */
+static void test_full_disk(void **state)
+{
+	(void)state;
+	if (geteuid() != 0 || !hw_counter())
+		skip();
+	char full[180], rec[200], newp[210], filler[200];
+	snprintf(full, sizeof(full), "%s/full", dir);
+	snprintf(rec, sizeof(rec), "%s/record", full);
+	snprintf(newp, sizeof(newp), "%s.new", rec);
+	snprintf(filler, sizeof(filler), "%s/filler", full);
+	assert_int_equal(mkdir(full, 0700), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(120);
+		if (unshare(CLONE_NEWNS) != 0 ||
+		    mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+		    mount("tmpfs", full, "tmpfs", 0, "size=16k,mode=0700") != 0)
+			_exit(77);
+		set_goal();
+		setenv("NANOCLOCK_SHARED", "off", 1);
+		nc_init();
+		if (strcmp(nc_ticks_per_second_source(), "measured") != 0)
+			_exit(78); /* fell back to an OS clock: nothing to write */
+		char why[160] = "";
+		if (nc_shared_publish(rec, -1, 0, 0, why, sizeof(why)) != 0) {
+			fprintf(stderr, "  first write: %s\n", why);
+			_exit(1);
+		}
+		struct nc__shared_rec before, after;
+		int fd = open(rec, O_RDONLY);
+		if (fd < 0 || read(fd, &before, sizeof(before)) != (ssize_t)sizeof(before))
+			_exit(2);
+		close(fd);
+		fd = open(filler, O_WRONLY | O_CREAT, 0600);
+		char blk[512];
+		memset(blk, 'x', sizeof(blk));
+		while (write(fd, blk, sizeof(blk)) > 0)
+			;
+		int e = errno;
+		close(fd);
+		if (e != ENOSPC)
+			_exit(3);
+		errno = 0;
+		int rc = nc_shared_publish(rec, -1, 0, 0, why, sizeof(why));
+		e = errno;
+		fprintf(stderr, "  on a full file system: rc %d, errno %s, why '%s'\n", rc, strerror(e),
+			why);
+		if (rc != NC_ESYS || e != ENOSPC || !why[0])
+			_exit(4);
+		if (access(newp, F_OK) == 0)
+			_exit(5);
+		fd = open(rec, O_RDONLY);
+		if (fd < 0 || read(fd, &after, sizeof(after)) != (ssize_t)sizeof(after))
+			_exit(6);
+		close(fd);
+		if (memcmp(&before, &after, sizeof(before)) != 0 ||
+		    nc__shared_checksum(&after) != after.checksum)
+			_exit(7);
+		_exit(0);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	rmdir(full);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+		print_message("  no tmpfs could be mounted here: not run\n");
+		skip();
+	}
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 78) {
+		print_message("  the writer fell back to an OS clock: not run\n");
+		skip();
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("full file system: the writer's check %d failed (status 0x%x)",
+			 WIFEXITED(st) ? WEXITSTATUS(st) : -1, st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -784,6 +866,7 @@ int main(void)
 		cmocka_unit_test(test_killed_writer),
 		cmocka_unit_test(test_many_at_once),
 		cmocka_unit_test(test_trace_names_the_record),
+		cmocka_unit_test(test_full_disk),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -88,6 +88,7 @@ uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns, int64_t hw
 		    expect * rel_err + (double)(hw_ns + e->last_hw) * rate >= period / 4)
 			expect = -1;
 	}
+	int unresolved = 0;
 	if (expect >= period / 2) {
 		/* long gap: whole periods from the OS clock, rest from the counter */
 		double k = nearbyint((expect - (double)delta) / period);
@@ -98,18 +99,12 @@ uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns, int64_t hw
 		 * may be a wrap or a backward step: no rate can tell yet.
 		 * Counted from the new value on (the difference if it is below
 		 * half a period, else nothing: the extended value stays
-		 * monotonic), and the rough rate starts afresh: it never spans
-		 * a gap it could not count */
+		 * monotonic), and the rough rate starts afresh below: it never
+		 * spans a gap it could not count */
 		e->gaps++;
-		if ((double)delta <= period / 2)
-			e->ext += delta;
-		e->last_raw = raw;
-		e->last_os = os_ns;
-		e->last_hw = hw_ns;
-		e->first_ext = e->ext;
-		e->first_os = os_ns;
-		e->first_hw = hw_ns;
-		return e->ext;
+		unresolved = 1;
+		if ((double)delta > period / 2)
+			delta = 0;
 	} else if ((double)delta > period / 2 &&
 		   (expect < 0 || (double)delta > expect + period / 4)) {
 		/* keep measuring from the highest value seen, and from the time
@@ -123,6 +118,11 @@ uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns, int64_t hw
 	e->last_raw = raw;
 	e->last_os = os_ns;
 	e->last_hw = hw_ns;
+	if (unresolved) {
+		e->first_ext = e->ext;
+		e->first_os = os_ns;
+		e->first_hw = hw_ns;
+	}
 	return e->ext;
 }
 

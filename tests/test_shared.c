@@ -566,6 +566,56 @@ static void test_refuses_truncated_fifo_symlink(void **state)
 	rmdir(path);
 }
 
+/* The user's record is named after the build: a user's i386 and x86_64
+ * programs (or another architecture's under qemu-user) each keep one they
+ * can read, where one file had them refuse and rewrite each other's at
+ * every start.  A record of another build found at a path is refused as
+ * such, not as a torn file. */
+static void test_user_record_per_build(void **state)
+{
+	(void)state;
+	if (!hw_counter())
+		skip();
+	const char *build = nc__shared_build(), *arch = strchr(build, ' ');
+	assert_non_null(arch);
+	char own[160];
+	snprintf(own, sizeof(own), "%s/nanoclock-record-%s", dir, arch + 1);
+	unlink(own);
+	assert_int_equal(setenv("XDG_RUNTIME_DIR", dir, 1), 0);
+	struct seen s = probe(NULL);
+	unsetenv("XDG_RUNTIME_DIR");
+	print_message("  default places: %s\n", s.status);
+	if (s.adopted && strncmp(s.status, "/run/nanoclock/record: adopted", 30) == 0) {
+		print_message("  (the system record was adopted: the user's is not looked at)\n");
+	} else {
+		assert_non_null(strstr(s.status, own));
+		assert_int_equal(s.published, 1);
+		assert_int_equal(access(own, F_OK), 0);
+	}
+	unlink(own);
+
+	/* another build's record: the same header, its own version string, a
+	 * size of its own (an i386 record is 8 bytes shorter than x86_64's) */
+	const char *other = strcmp(arch + 1, "i386") == 0 ? "0.3.0 x86_64" : "0.3.0 i386";
+	struct nc__shared_rec r, m;
+	write_record();
+	read_rec(&r);
+	m = r;
+	snprintf(m.lib_version, sizeof(m.lib_version), "%s", other);
+	write_rec_file(&m, 1);
+	assert_int_equal(truncate(path, (off_t)sizeof(m) - 8), 0);
+	char want[96];
+	snprintf(want, sizeof(want), "written by nanoclock %s, another build (%zu bytes", other,
+		 sizeof(m) - 8);
+	expect_refused(want);
+	/* this build's own record cut to that size is a torn one */
+	write_rec_file(&r, 1);
+	assert_int_equal(truncate(path, (off_t)sizeof(r) - 8), 0);
+	snprintf(want, sizeof(want), "%zu bytes, a record is %zu (truncated)", sizeof(r) - 8,
+		 sizeof(r));
+	expect_refused(want);
+}
+
 /* A writer that dies mid-update leaves PATH.new, never a torn record:
  * fresh writers skip a recent one and remove an old one. */
 static void test_killed_writer(void **state)
@@ -863,6 +913,7 @@ int main(void)
 		cmocka_unit_test(test_refuses_others_and_writable),
 		cmocka_unit_test(test_refuses_other_boot_counter_corrupt),
 		cmocka_unit_test(test_refuses_truncated_fifo_symlink),
+		cmocka_unit_test(test_user_record_per_build),
 		cmocka_unit_test(test_aged_record_starts_on_raw),
 		cmocka_unit_test(test_wrong_rate_left_for_own),
 		cmocka_unit_test(test_killed_writer),

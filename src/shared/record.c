@@ -51,9 +51,12 @@
 #define rec nc__shared_rec
 
 /* The library's version and this build's architecture: the machine facts
- * are its structures (under qemu-user another architecture shares the
- * boot id and the default path) */
-#if defined(__x86_64__)
+ * are its structures, laid out as this build's compiler lays them out (an
+ * i386 program on an x86_64 machine, or another architecture under
+ * qemu-user, shares the boot id; its record is another size and layout) */
+#if defined(__x86_64__) && defined(__ILP32__)
+#define ARCH "x32"
+#elif defined(__x86_64__)
 #define ARCH "x86_64"
 #elif defined(__i386__)
 #define ARCH "i386"
@@ -72,16 +75,12 @@
 #else
 #define ARCH "any"
 #endif
-/* "0.3.0 ppc64le": the version's 7 characters at most and the name fit
- * the record's 16 bytes */
-_Static_assert(sizeof(ARCH) <= 16 - 8, "architecture name too long for the record");
-static const char *lib_id(void)
-{
-	static char id[16];
-	if (!id[0])
-		nc__fmt(id, sizeof(id), "%.7s %s", nc_version(), ARCH);
-	return id;
-}
+#define REC_STR_(x) #x
+#define REC_STR(x) REC_STR_(x)
+#define BUILD REC_STR(NC_VERSION_MAJOR) "." REC_STR(NC_VERSION_MINOR) "." REC_STR(NC_VERSION_PATCH) " " ARCH
+/* "0.3.0 ppc64le" fits the record's 16 bytes */
+_Static_assert(sizeof(BUILD) <= 16, "version and architecture too long for the record");
+const char *nc__shared_build(void) { return BUILD; }
 
 #define STALE_NEW_S 10           /* a PATH.new this old: its writer died */
 #define SYSTEM_RECORD "/run/nanoclock/record"
@@ -188,14 +187,40 @@ static int shareable(char *why, size_t len)
 }
 
 /* The user's own record: $XDG_RUNTIME_DIR (a directory only the user can
- * write, on tmpfs), else /dev/shm with the effective uid in the name. */
+ * write, on tmpfs), else /dev/shm with the effective uid in the name; and
+ * the build's architecture in the name, so that the user's i386 and x86_64
+ * programs each keep a record they can read, instead of each refusing and
+ * rewriting the other's at every start. */
 static void user_path(char *out, size_t len)
 {
 	const char *x = secure_getenv("XDG_RUNTIME_DIR");
 	if (x && x[0] == '/' && strlen(x) < len - 32)
-		nc__fmt(out, len, "%s/nanoclock-record", x);
+		nc__fmt(out, len, "%s/nanoclock-record-%s", x, ARCH);
 	else
-		nc__fmt(out, len, "/dev/shm/nanoclock-%u", (unsigned)geteuid());
+		nc__fmt(out, len, "/dev/shm/nanoclock-%u-%s", (unsigned)geteuid(), ARCH);
+}
+
+/* Whose record a file of the wrong size is, if a record at all: the
+ * fields up to the writer's version sit at the same offsets in every
+ * build (the facts begin at 280 in all of them, asserted), and a string
+ * reads the same in either byte order. */
+static void other_build(int fd, off_t size, char *why, size_t len)
+{
+	struct rec h;
+	size_t head = offsetof(struct rec, facts);
+	int is_rec = size >= (off_t)head && pread(fd, &h, head, 0) == (ssize_t)head &&
+		     memcmp(h.magic, MAGIC, sizeof(MAGIC)) == 0;
+	if (is_rec) {
+		h.lib_version[sizeof(h.lib_version) - 1] = 0;
+		if (strcmp(h.lib_version, nc__shared_build()) != 0) {
+			nc__fmt(why, len, "refused: written by nanoclock %s, another build (%lld "
+				"bytes; this is %s, whose record is %zu)", h.lib_version,
+				(long long)size, nc__shared_build(), sizeof(h));
+			return;
+		}
+	}
+	nc__fmt(why, len, "refused: %lld bytes, a record is %zu (%s)", (long long)size, sizeof(h),
+		 is_rec ? "truncated" : "truncated or not a record");
 }
 
 /* Plausible, and consistent with itself, or what is not: scatter of at
@@ -258,8 +283,7 @@ static int load_record(const char *path, const struct nc__config *cfg, struct re
 		nc__fmt(why, len, "refused: writable by others (mode %04o)",
 			 (unsigned)(st.st_mode & 07777));
 	} else if (st.st_size != (off_t)sizeof(*r)) {
-		nc__fmt(why, len, "refused: %lld bytes, a record is %zu (truncated or not a record)",
-			 (long long)st.st_size, sizeof(*r));
+		other_build(fd, st.st_size, why, len);
 	} else if ((n = pread(fd, buf, sizeof(buf), 0)) != (ssize_t)sizeof(*r)) {
 		/* one byte more asked: a file that grew since fstat is seen */
 		nc__fmt(why, len, "refused: read %zd bytes, a record is %zu", n, sizeof(*r));
@@ -294,9 +318,9 @@ static int load_record(const char *path, const struct nc__config *cfg, struct re
 		return 0;
 	}
 	r->lib_version[15] = 0;
-	if (strcmp(r->lib_version, lib_id()) != 0 || r->facts_size != sizeof(r->facts)) {
+	if (strcmp(r->lib_version, nc__shared_build()) != 0 || r->facts_size != sizeof(r->facts)) {
 		nc__fmt(why, len, "refused: written by nanoclock %.15s, this is %s%s", r->lib_version,
-			 lib_id(), r->facts_size != sizeof(r->facts) ? " (another layout)" : "");
+			 nc__shared_build(), r->facts_size != sizeof(r->facts) ? " (another layout)" : "");
 		return 0;
 	}
 	const char *bad = implausible(r, nc__mono_raw_ns());
@@ -496,7 +520,7 @@ static int fill(struct rec *r, int sync_verdict, double shift_ns, uint32_t ncpus
 		return NC_ESYS;
 	}
 	memcpy(r->boot_id, sh.boot, sizeof(r->boot_id));
-	nc__copy(r->lib_version, sizeof(r->lib_version), lib_id());
+	nc__copy(r->lib_version, sizeof(r->lib_version), nc__shared_build());
 	r->facts_size = sizeof(r->facts);
 	nc__counter_machine_facts(&r->facts);
 	if (why) { /* (snprintf: not on a refresh's path) */

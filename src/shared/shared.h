@@ -50,6 +50,10 @@ struct nc__shared_rec {
 };
 _Static_assert(offsetof(struct nc__shared_rec, facts) == 280 && offsetof(struct nc__shared_rec, checksum) % 8 == 0,
 	       "struct nc__shared_rec has padding");
+/* "0.3.0 x86_64": the writer's version and build, which a reader must
+ * share (the facts' layout is the build's); the user's record is named
+ * after the build */
+NC_HIDDEN const char *nc__shared_build(void);
 /* FNV-1a 64 of every byte before the checksum */
 NC_HIDDEN uint64_t nc__shared_checksum(const struct nc__shared_rec *r);
 

@@ -97,8 +97,9 @@ int nc_daemon_main(const struct nc_daemon_opts *o)
 			ncpus = (uint32_t)r.ncpus;
 		}
 	}
-	printf("nanoclock daemon: %s %s; cross-CPU %s\n", st.adopted ? "continuing" : "starting",
-	       o->record,
+	/* starting anew: what was there, and why it was not continued */
+	printf("nanoclock daemon: %s %s%s%s%s; cross-CPU %s\n", st.adopted ? "continuing" : "starting",
+	       o->record, st.adopted ? "" : " (", st.adopted ? "" : st.status, st.adopted ? "" : ")",
 	       verdict == NC_SYNC_CONSISTENT     ? "consistent"
 	       : verdict == NC_SYNC_INCONSISTENT ? "inconsistent"
 	       : verdict == NC_SYNC_INCONCLUSIVE ? "inconclusive"

@@ -305,7 +305,7 @@ static void child_no_proc_sys(const char *arg)
 	uint64_t v = nc_now_ns();
 	int64_t b = nc__mono_raw_ns();
 	CHECK((int64_t)v > a - 1000000 && (int64_t)v < b + 1000000);
-	CHECK(child_unix_within_stated() == 0);
+	CHECK(child_unix_within_stated(1000000) == 0);
 }
 
 static const struct child_case cases[] = {

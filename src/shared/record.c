@@ -53,7 +53,8 @@
 /* The library's version and this build's architecture: the machine facts
  * are its structures, laid out as this build's compiler lays them out (an
  * i386 program on an x86_64 machine, or another architecture under
- * qemu-user, shares the boot id; its record is another size and layout) */
+ * qemu-user, shares the boot id; its record may be another size, i386's,
+ * or the same size in another layout or byte order, so the name decides) */
 #if defined(__x86_64__) && defined(__ILP32__)
 #define ARCH "x32"
 #elif defined(__x86_64__)
@@ -68,10 +69,14 @@
 #define ARCH "ppc64"
 #elif defined(__riscv) && __riscv_xlen == 64
 #define ARCH "riscv64"
+#elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && __SIZEOF_POINTER__ == 8
+#define ARCH "any-le64" /* its fields in its own byte order and sizes */
 #elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define ARCH "any-le" /* its fields in its own byte order */
+#define ARCH "any-le32"
+#elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ && __SIZEOF_POINTER__ == 8
+#define ARCH "any-be64"
 #elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#define ARCH "any-be"
+#define ARCH "any-be32"
 #else
 #define ARCH "any"
 #endif
@@ -194,7 +199,7 @@ static int shareable(char *why, size_t len)
 static void user_path(char *out, size_t len)
 {
 	const char *x = secure_getenv("XDG_RUNTIME_DIR");
-	if (x && x[0] == '/' && strlen(x) < len - 32)
+	if (x && x[0] == '/' && strlen(x) + sizeof("/nanoclock-record-" ARCH) <= len)
 		nc__fmt(out, len, "%s/nanoclock-record-%s", x, ARCH);
 	else
 		nc__fmt(out, len, "/dev/shm/nanoclock-%u-%s", (unsigned)geteuid(), ARCH);
@@ -220,7 +225,7 @@ static void other_build(int fd, off_t size, char *why, size_t len)
 		}
 	}
 	nc__fmt(why, len, "refused: %lld bytes, a record is %zu (%s)", (long long)size, sizeof(h),
-		 is_rec ? "truncated" : "truncated or not a record");
+		 !is_rec ? "truncated or not a record" : size < (off_t)sizeof(h) ? "truncated" : "grown");
 }
 
 /* Plausible, and consistent with itself, or what is not: scatter of at
@@ -295,8 +300,20 @@ static int load_record(const char *path, const struct nc__config *cfg, struct re
 	if (n != (ssize_t)sizeof(*r))
 		return 0;
 
-	if (memcmp(r->magic, MAGIC, sizeof(MAGIC)) != 0 || r->size != sizeof(*r)) {
+	if (memcmp(r->magic, MAGIC, sizeof(MAGIC)) != 0) {
 		nc__fmt(why, len, "refused: not a nanoclock record");
+		return 0;
+	}
+	/* another build's first (a string: the same in either byte order),
+	 * then what this build's layout says */
+	r->lib_version[15] = 0;
+	if (strcmp(r->lib_version, nc__shared_build()) != 0) {
+		nc__fmt(why, len, "refused: written by nanoclock %.15s, this is %s", r->lib_version,
+			 nc__shared_build());
+		return 0;
+	}
+	if (r->size != sizeof(*r) || r->facts_size != sizeof(r->facts)) {
+		nc__fmt(why, len, "refused: not a nanoclock record (sizes inside it wrong)");
 		return 0;
 	}
 	if (r->version != REC_VERSION) {
@@ -315,12 +332,6 @@ static int load_record(const char *path, const struct nc__config *cfg, struct re
 	}
 	if (strcmp(sh.boot, r->boot_id) != 0) {
 		nc__fmt(why, len, "refused: written during another boot");
-		return 0;
-	}
-	r->lib_version[15] = 0;
-	if (strcmp(r->lib_version, nc__shared_build()) != 0 || r->facts_size != sizeof(r->facts)) {
-		nc__fmt(why, len, "refused: written by nanoclock %.15s, this is %s%s", r->lib_version,
-			 nc__shared_build(), r->facts_size != sizeof(r->facts) ? " (another layout)" : "");
 		return 0;
 	}
 	const char *bad = implausible(r, nc__mono_raw_ns());

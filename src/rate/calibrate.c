@@ -19,20 +19,12 @@
  *     co-moments: no sample array, any window length), and into bins of
  *     equal reference time;
  *  2a. adaptive stop: at checkpoints (125 us of reference time, then every
- *     6.25% more) the fit is evaluated; the first calibration stops as soon
- *     as the stated uncertainty below meets its target (1 ppm by default)
- *     at two checkpoints in a row, or at its cap.  Close checkpoints: the
- *     uncertainty falls as the window's 1.5th power, so a goal missed at
- *     one checkpoint is met with room to spare at a much later one, and
- *     the time between is start-up lost (checkpoints 25% apart put a cold
- *     start at 0.97 or 1.2 ms depending on which side of one the goal
- *     fell).  Two in a row: stopping at the first, checked this often,
- *     stops on chance lows of the error's estimate (simulated episodic
- *     offsets, tests/test_calibrate.c: within the stated uncertainty in
- *     274 of 300 worlds, worst 4.96 times it; two in a row: 292, worst
- *     1.72, and the windows 7% shorter than with 25% steps and one).
- *     Each evaluation is a pass over at most 16 bins.  Each checkpoint
- *     has 8 to 16 bins;
+ *     25% more) the fit is evaluated; the first calibration stops as soon
+ *     as the stated uncertainty below meets its target (1 ppm by default),
+ *     or at its cap.  Checkpoints a quarter apart rather than doublings:
+ *     after an idle spell the first windows are noisier, and a goal missed
+ *     at 1 ms was met at 2 ms with a third of the uncertainty to spare
+ *     (half the start wasted).  Each checkpoint has 8 to 16 bins;
  *  3. the slope b is ns per tick, hz = 1e9 / b.  Its standard error is
  *     sigma / sqrt(Sxx), sigma being the residual scatter, if the scatter
  *     is independent from bracket to bracket.  It often is not (a timer
@@ -293,7 +285,6 @@ int nc__calibrate_until(const struct nc__calib_io *io, const struct nc__calib_go
 	if (rc)
 		return rc;
 	double checkpoint = FIRST_CHECKPOINT_NS;
-	int met_before = 0;
 	for (long i = 0; i < MAX_BRACKETS; i++) {
 		uint64_t t1 = io->read(io->ctx);
 		int64_t r = io->ref_ns(io->ctx);
@@ -306,15 +297,11 @@ int nc__calibrate_until(const struct nc__calib_io *io, const struct nc__calib_go
 		if (rel < checkpoint)
 			continue;
 		while (checkpoint <= rel)
-			checkpoint *= NC__CALIB_CHECKPOINT_STEP;
-		/* a checkpoint: stop if the goal is met here and at the one before
-		 * (one evaluation alone stops on a chance low in the error's
-		 * estimate, which checking often would otherwise seek out) */
-		int met = g->target_ppm > 0 && rel >= (double)g->min_ns && fit_result(&f, out) == 0 &&
-			  out->ppm <= g->target_ppm;
-		if (met && met_before)
+			checkpoint *= 1.25;
+		/* a checkpoint: stop if the goal is met */
+		if (g->target_ppm > 0 && rel >= (double)g->min_ns && fit_result(&f, out) == 0 &&
+		    out->ppm <= g->target_ppm)
 			return 0;
-		met_before = met;
 	}
 	return fit_result(&f, out);
 }

@@ -64,9 +64,7 @@ struct nc__bracket {
 NC_HIDDEN void nc__take_bracket(const struct nc__calib_io *io, int tries, struct nc__bracket *out);
 /* Fixed window (the tests' and the bench's form). */
 NC_HIDDEN int nc__calibrate(const struct nc__calib_io *io, int64_t window_ns, struct nc__calib *out);
-/* Adaptive: stops as soon as the goal is met at two checkpoints in a row
- * (125 us of reference time, then each this much later). */
-#define NC__CALIB_CHECKPOINT_STEP 1.0625
+/* Adaptive: stops as soon as the goal is met. */
 NC_HIDDEN int nc__calibrate_until(const struct nc__calib_io *io, const struct nc__calib_goal *g,
 				  struct nc__calib *out);
 /* Rate over the long baseline from c's anchor to bracket b; 0 on success. */

@@ -98,8 +98,11 @@ int nc_daemon_main(const struct nc_daemon_opts *o)
 		}
 	}
 	/* starting anew: what was there, and why it was not continued */
-	printf("nanoclock daemon: %s %s%s%s%s; cross-CPU %s\n", st.adopted ? "continuing" : "starting",
-	       o->record, st.adopted ? "" : " (", st.adopted ? "" : st.status, st.adopted ? "" : ")",
+	char was[sizeof(st.status) + 4] = "";
+	if (!st.adopted)
+		snprintf(was, sizeof(was), " (%s)", st.status);
+	printf("nanoclock daemon: %s %s%s; cross-CPU %s\n", st.adopted ? "continuing" : "starting",
+	       o->record, was,
 	       verdict == NC_SYNC_CONSISTENT     ? "consistent"
 	       : verdict == NC_SYNC_INCONSISTENT ? "inconsistent"
 	       : verdict == NC_SYNC_INCONCLUSIVE ? "inconclusive"

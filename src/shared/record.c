@@ -205,25 +205,32 @@ static void user_path(char *out, size_t len)
 		nc__fmt(out, len, "/dev/shm/nanoclock-%u-%s", (unsigned)geteuid(), ARCH);
 }
 
-/* Whose record a file of the wrong size is, if a record at all: the
- * fields up to the writer's version sit at the same offsets in every
- * build (the facts begin at 280 in all of them, asserted), and a string
- * reads the same in either byte order. */
-static void other_build(int fd, off_t size, char *why, size_t len)
+/* 1 and why if the record was written by another build (its version
+ * string: at the same offset in every build, the facts beginning at 280
+ * in all of them, asserted, and the same in either byte order); size: the
+ * file's, when it is not this build's record size, else 0. */
+static int other_build(struct rec *h, off_t size, char *why, size_t len)
+{
+	h->lib_version[sizeof(h->lib_version) - 1] = 0;
+	if (strcmp(h->lib_version, nc__shared_build()) == 0)
+		return 0;
+	char sizes[64] = "";
+	if (size)
+		nc__fmt(sizes, sizeof(sizes), "%lld bytes; ", (long long)size);
+	nc__fmt(why, len, "refused: written by nanoclock %s, another build (%sthis is %s)",
+		 h->lib_version, sizes, nc__shared_build());
+	return 1;
+}
+
+/* A file of the wrong size: another build's record, or a torn one. */
+static void wrong_size(int fd, off_t size, char *why, size_t len)
 {
 	struct rec h;
 	size_t head = offsetof(struct rec, facts);
 	int is_rec = size >= (off_t)head && pread(fd, &h, head, 0) == (ssize_t)head &&
 		     memcmp(h.magic, MAGIC, sizeof(MAGIC)) == 0;
-	if (is_rec) {
-		h.lib_version[sizeof(h.lib_version) - 1] = 0;
-		if (strcmp(h.lib_version, nc__shared_build()) != 0) {
-			nc__fmt(why, len, "refused: written by nanoclock %s, another build (%lld "
-				"bytes; this is %s, whose record is %zu)", h.lib_version,
-				(long long)size, nc__shared_build(), sizeof(h));
-			return;
-		}
-	}
+	if (is_rec && other_build(&h, size, why, len))
+		return;
 	nc__fmt(why, len, "refused: %lld bytes, a record is %zu (%s)", (long long)size, sizeof(h),
 		 !is_rec ? "truncated or not a record" : size < (off_t)sizeof(h) ? "truncated" : "grown");
 }
@@ -288,7 +295,7 @@ static int load_record(const char *path, const struct nc__config *cfg, struct re
 		nc__fmt(why, len, "refused: writable by others (mode %04o)",
 			 (unsigned)(st.st_mode & 07777));
 	} else if (st.st_size != (off_t)sizeof(*r)) {
-		other_build(fd, st.st_size, why, len);
+		wrong_size(fd, st.st_size, why, len);
 	} else if ((n = pread(fd, buf, sizeof(buf), 0)) != (ssize_t)sizeof(*r)) {
 		/* one byte more asked: a file that grew since fstat is seen */
 		nc__fmt(why, len, "refused: read %zd bytes, a record is %zu", n, sizeof(*r));
@@ -306,12 +313,8 @@ static int load_record(const char *path, const struct nc__config *cfg, struct re
 	}
 	/* another build's first (a string: the same in either byte order),
 	 * then what this build's layout says */
-	r->lib_version[15] = 0;
-	if (strcmp(r->lib_version, nc__shared_build()) != 0) {
-		nc__fmt(why, len, "refused: written by nanoclock %.15s, this is %s", r->lib_version,
-			 nc__shared_build());
+	if (other_build(r, 0, why, len))
 		return 0;
-	}
 	if (r->size != sizeof(*r) || r->facts_size != sizeof(r->facts)) {
 		nc__fmt(why, len, "refused: not a nanoclock record (sizes inside it wrong)");
 		return 0;

@@ -139,7 +139,7 @@ static void report(void)
 {
 	if (!nc__log_wanted(NC_LOG_WARN))
 		return;
-	static struct nc_info o; /* large: not on the stack of a first call */
+	NC_COLD static struct nc_info o; /* large: not on the stack of a first call */
 	memset(&o, 0, sizeof(o));
 	nc__counter_info(&o);
 	nc__rate_info(&o);

@@ -102,7 +102,7 @@ static int has_word(const char *list, const char *w)
  * cross-checked like the others).  Only the first block is read. */
 const char *nc__cpuinfo_path = "/proc/cpuinfo";
 
-static char cpuinfo_text[16384]; /* owned by the initialisation, under the library lock */
+NC_COLD static char cpuinfo_text[16384]; /* owned by the initialisation, under the library lock */
 
 static int read_cpuinfo(struct nc__machine *m)
 {

@@ -23,7 +23,7 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static int frozen;
 static struct slot app;
 static int have_app;
-static struct slot tests[NC_MAX_REGISTERED - 1];
+NC_COLD static struct slot tests[NC_MAX_REGISTERED - 1];
 static int ntests;
 static double app_ppm, app_ms;
 

@@ -53,7 +53,7 @@
 /* Per-candidate state kept for the whole process: the selected one (and
  * its extension, if narrow) is used for every read. */
 static const struct nc__counter *uses[NC_MAX_CANDIDATES];
-static struct nc__ext exts[NC_MAX_CANDIDATES];
+NC_COLD static struct nc__ext exts[NC_MAX_CANDIDATES];
 static int ext_used[NC_MAX_CANDIDATES];
 /* Each candidate's stated rates, as read by its evaluation (stated_n is
  * set to -1 when an evaluation starts, to the count once they are read):

@@ -14,6 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -160,11 +163,60 @@ static void test_cpuinfo_first_block(void **state)
 	}
 }
 
+/* The kernel formats /proc/cpuinfo a CPU's block at a time as reads reach
+ * it: the library stops once it has the lines it wants ("cpu MHz" and
+ * "flags"), before the end of the first block, so that no read reaches
+ * into the second one.  Shown with a FIFO the test holds open for writing:
+ * what the library did not read is still in it afterwards (the whole first
+ * block used to be read, to its blank line). */
+static void test_cpuinfo_stops_at_wanted_lines(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/nc-cpuinfo-fifo-XXXXXX";
+	int tmp = mkstemp(path);
+	assert_true(tmp >= 0);
+	close(tmp);
+	unlink(path);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	int w = open(path, O_RDWR | O_NONBLOCK); /* a writer, so the reader's open does not wait */
+	assert_true(w >= 0);
+	char block[8192];
+	int n = snprintf(block, sizeof(block), "processor\t: 0\ncpu MHz\t\t: 2596.146\nflags\t\t: fpu");
+	for (int i = 0; i < 150; i++) /* a flags line past the first KB, as real ones reach */
+		n += snprintf(block + n, sizeof(block) - (size_t)n, " pad%03d", i);
+	n += snprintf(block + n, sizeof(block) - (size_t)n, " tsc constant_tsc tsc_known_freq rdtscp\n");
+	int wanted = n; /* the reader needs no byte after this */
+	assert_true(wanted > 1024);
+	for (int i = 0; i < 40; i++) /* the rest of the block: bugs, bogomips, ... (~1 KB) */
+		n += snprintf(block + n, sizeof(block) - (size_t)n, "extra line %02d\t: x\n", i);
+	n += snprintf(block + n, sizeof(block) - (size_t)n,
+		      "\nprocessor\t: 1\ncpu MHz\t\t: 999.0\nflags\t\t: fpu\n\n");
+	assert_int_equal(write(w, block, (size_t)n), n);
+	struct nc__machine m;
+	nc__cpuinfo_path = path;
+	nc__machine_read(&m);
+	nc__cpuinfo_path = "/proc/cpuinfo";
+	int left = -1;
+	assert_int_equal(ioctl(w, FIONREAD, &left), 0);
+	close(w);
+	unlink(path);
+	assert_true(m.cpuinfo_mhz == 2596.146);
+	assert_int_equal(m.tsc_known_freq, 1);
+	assert_int_equal(m.cpuinfo_rdtscp, 1);
+	/* read: the first KB, then 128 bytes at a time up to the wanted lines */
+	int read_bytes = n - left;
+	if (read_bytes > wanted + 128)
+		print_error("read %d bytes of %d; the wanted lines end at %d\n", read_bytes, n, wanted);
+	assert_true(read_bytes <= wanted + 128);
+	assert_true(read_bytes >= wanted);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rdtscp_needs_the_kernels_word),
 		cmocka_unit_test(test_cpuinfo_first_block),
+		cmocka_unit_test(test_cpuinfo_stops_at_wanted_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,7 @@
 #                   NOMAN=1 without the man pages.  Needs only a C compiler and make.
 #   make man        regenerate man/nanoclock.1 and man/nanoclock.3 from man/*.scd
 #                   (needs scdoc; the generated pages are kept in the tree)
-# Honours CC, CPPFLAGS, CFLAGS, LDFLAGS, PREFIX, DESTDIR.  Cross: make CC=aarch64-linux-gnu-gcc
+# Honours CC, CPPFLAGS, CFLAGS, LDFLAGS, PREFIX, DESTDIR (and BIND_NOW, below).  Cross: make CC=aarch64-linux-gnu-gcc
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -70,12 +70,13 @@ BASE_CFLAGS := -std=gnu11 -Iinclude -Isrc -fPIC -fvisibility=hidden -pthread -D_
 	-D_FILE_OFFSET_BITS=64 $(WARN) $(SANFLAGS) $(MODEFLAGS)
 ALL_CFLAGS = $(BASE_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) -pthread $(LDFLAGS)
-# The library and the tool bind their symbols when loaded (-z now, as
-# Debian's hardened builds do), not one at a time during the first call:
-# a cold lazy binding costs ~1-2 us each and nc_init() makes dozens
+# The library, the tool and the LTTng plugin bind their symbols when
+# loaded (-z now, as Debian's hardened builds do), not one at a time during
+# the first call, where each cold lazy binding goes through the resolver
 # (measured: a cold shared start 0.105 -> 0.088 ms median, the loader
-# +3.5 us; docs/shared-clock.md).  Before LDFLAGS, so -Wl,-z,lazy there wins.
-BIND_NOW := -Wl,-z,now
+# +3.5 us at exec; docs/shared-clock.md).  Before LDFLAGS, so -Wl,-z,lazy
+# there wins; BIND_NOW= drops it.
+BIND_NOW ?= -Wl,-z,now
 LIBS := -lm
 
 LIB_SRC := $(sort $(wildcard src/*.c src/*/*.c))

@@ -48,7 +48,7 @@ struct nc_candidate {
 	char what[48];
 	int status;                 /* NC_CAND_* */
 	char reason[160];
-	uint64_t resolution_ticks;  /* smallest nonzero step seen */
+	uint64_t resolution_ticks;  /* step 9 in 10 back-to-back steps reach */
 	double resolution_ns;
 	double cost_ns;             /* per read */
 	double hz;                  /* stated, exact or roughly measured */

@@ -38,20 +38,24 @@ static const struct nc_candidate *find(const struct nc_info *in, const char *nam
  * apart, one tick off the grid in 0.1-3.8% of the steps; the check called
  * that a 1-tick resolution, and `nanoclock info` said 0.385 ns). */
 struct grid {
-	uint64_t t, q, every;
-	int n, rare;
+	uint64_t t, q, every, last;
+	int n, rare, spread; /* off the grid by 1..spread ticks, in turn */
 };
 static uint64_t grid_read(void *ctx)
 {
 	struct grid *g = ctx;
 	g->t += g->every;
 	g->n++;
-	return g->t / g->q * g->q + (g->rare && g->n % g->rare == 0);
+	uint64_t off = g->rare && g->n % g->rare == 0 ? 1 + (uint64_t)(g->n / g->rare % g->spread) : 0;
+	uint64_t v = g->t / g->q * g->q + off;
+	if (v < g->last) /* never backwards: an off-grid value holds till the next step */
+		v = g->last;
+	return g->last = v;
 }
 
-static uint64_t check_res(uint64_t q, uint64_t every, int rare)
+static uint64_t check_res_spread(uint64_t q, uint64_t every, int rare, int spread)
 {
-	struct grid g = {UINT64_C(1) << 40, q, every, 0, rare};
+	struct grid g = {UINT64_C(1) << 40, q, every, 0, 0, rare, spread};
 	struct nc__counter c = {.name = "grid", .read = grid_read, .read_ordered = grid_read,
 				.ctx = &g, .bits = 64};
 	uint64_t res = 0;
@@ -64,9 +68,19 @@ static uint64_t check_res(uint64_t q, uint64_t every, int rare)
 	return res;
 }
 
+static uint64_t check_res(uint64_t q, uint64_t every, int rare)
+{
+	return check_res_spread(q, every, rare, 1);
+}
+
 static void test_resolution_ignores_rare_steps(void **state)
 {
 	(void)state;
+	/* reads closer than the grid: steps of 0 and 13, and a rare read one
+	 * tick off makes steps of 1, 12 and 14 (the guest's 1-tick "resolution") */
+	assert_int_equal(check_res(13, 10, 30), 13);
+	/* rare steps of many sizes below the common one (7 kinds, 4% in all) */
+	assert_int_equal(check_res_spread(13, 26, 25, 7), 26);
 	assert_int_equal(check_res(13, 26, 500), 26); /* 1-tick steps 0.2% of the time */
 	assert_int_equal(check_res(13, 26, 25), 26);  /* 4%, as a cold nc_init saw */
 	assert_int_equal(check_res(13, 26, 0), 26);

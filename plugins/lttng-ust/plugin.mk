@@ -48,7 +48,7 @@ lttng-plugin: $(LTTNG_PLUGIN)
 # (the object comes from the generic $(B)/%.o rule: -fPIC -fvisibility=hidden)
 $(LTTNG_PLUGIN): $(LTTNG_PLUGIN_OBJ) $(STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(ALL_LDFLAGS) -Wl,--exclude-libs,ALL -Wl,-z,defs -o $@ $(LTTNG_PLUGIN_OBJ) \
+	$(CC) -shared $(BIND_NOW) $(ALL_LDFLAGS) -Wl,--exclude-libs,ALL -Wl,-z,defs -o $@ $(LTTNG_PLUGIN_OBJ) \
 		$(STATIC) -llttng-ust-common $(LIBS)
 
 # The tests' traced program: one tracepoint provider, linked with nanoclock

@@ -15,11 +15,26 @@
 /* Large buffers that a start does not touch (the machine's text when
  * there is no record, the log's report, the test counters): kept in a
  * section of their own, apart from the state a start writes, which then
- * shares fewer pages.  A cold process pays a page fault (~1.5-3 us in a VM
- * guest) for each page it first writes; these buffers sat between that
- * state's pieces (a cold shared start: 17-20 faults -> 12-16).  The section
- * holds its zeros in the file (27 KB): the price of a named section. */
-#define NC_COLD __attribute__((section("nc_cold")))
+ * shares fewer pages.  A cold process pays a page fault for each page it
+ * first touches (1.5-2.4 us for a fresh page on an AMD EPYC KVM guest,
+ * about twice that for one read before it is written); these buffers sat
+ * between that state's pieces (a cold shared start: 17-20 faults ->
+ * 12-16).  A section named outside .bss keeps its zeros in the file, in
+ * the library and in a program that links it statically (27 KB).  The
+ * name is not a C identifier, so no __start_/__stop_ symbols.  Not under
+ * AddressSanitizer, which puts no redzones around a global in a section of
+ * its own (gcc and clang both): there these buffers stay where it watches
+ * them. */
+#ifndef __has_feature
+#define NC_HAS_FEATURE(x) 0
+#else
+#define NC_HAS_FEATURE(x) __has_feature(x)
+#endif
+#if defined(__ELF__) && !defined(__SANITIZE_ADDRESS__) && !NC_HAS_FEATURE(address_sanitizer)
+#define NC_COLD __attribute__((section("nanoclock.cold")))
+#else
+#define NC_COLD
+#endif
 
 /* ThreadSanitizer does not model fences: under it the latch's writer
  * stores with release and its readers load with acquire instead (the same

@@ -2,8 +2,8 @@
 /* Sanity check of a candidate counter before it is trusted: read it many
  * times back to back; it must never decrease and must advance.  Its
  * resolution is the step that at least 90% of the nonzero steps between
- * back-to-back reads reach (the smallest step kept once the smallest tenth
- * is set aside; at least two seen): what an interval measured with it can
+ * back-to-back reads reach (the tenth-smallest in a hundred; the second
+ * smallest where there are fewer than twenty): what an interval measured with it can
  * resolve, read cost included (21 ticks on a VM whose TSC is scaled by
  * the hypervisor; on most bare metal the time of one read).  The smallest
  * step alone overstated it: on an AMD EPYC KVM guest the TSC reads on a
@@ -17,36 +17,41 @@
 
 #include <stdio.h>
 
-/* Counts step d among the k smallest distinct steps kept, ascending. */
-static void keep_step(uint64_t *step, int *seen, int *n, int k, uint64_t d)
+/* The m smallest steps so far, as a max-heap in h[0..*n): a step enters
+ * only while the heap is filling or when below its largest. */
+static void keep_small(uint32_t *h, int *n, int m, uint32_t d)
 {
-	int i = 0;
-	while (i < *n && step[i] < d)
-		i++;
-	if (i < *n && step[i] == d) {
-		seen[i]++;
+	int i;
+	if (*n < m) {
+		for (i = (*n)++; i > 0 && h[(i - 1) / 2] < d; i = (i - 1) / 2)
+			h[i] = h[(i - 1) / 2];
+		h[i] = d;
 		return;
 	}
-	if (i == k)
-		return; /* larger than the k kept */
-	int last = *n < k ? *n : k - 1; /* the largest falls off when full */
-	for (int j = last; j > i; j--) {
-		step[j] = step[j - 1];
-		seen[j] = seen[j - 1];
+	if (d >= h[0])
+		return;
+	for (i = 0;;) {
+		int c = 2 * i + 1;
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && h[c + 1] > h[c])
+			c++;
+		if (h[c] <= d)
+			break;
+		h[i] = h[c];
+		i = c;
 	}
-	step[i] = d;
-	seen[i] = 1;
-	if (*n < k)
-		(*n)++;
+	h[i] = d;
 }
 
 int nc__counter_check(const struct nc__counter *c, int n, uint64_t *resolution, double *cost_ns,
 		      char *why, size_t whylen)
 {
-	/* the K smallest distinct nonzero steps and how often each was seen */
-	enum { K = 4 };
-	uint64_t step[K];
-	int seen[K], nstep = 0, nonzero = 0;
+	/* the smallest tenth of the nonzero steps (and two more), for the
+	 * resolution; 512 bytes of stack at most */
+	enum { KEEP = 128 };
+	uint32_t small[KEEP];
+	int nsmall = 0, nonzero = 0, keep = n / 10 + 2 < KEEP ? n / 10 + 2 : KEEP;
 	uint64_t prev = c->read(c->ctx);
 	int advanced = 0;
 	/* the cost per read is the fastest quarter's: one preemption in the
@@ -72,7 +77,7 @@ int nc__counter_check(const struct nc__counter *c, int n, uint64_t *resolution, 
 		if (v != prev) {
 			advanced = 1;
 			nonzero++;
-			keep_step(step, seen, &nstep, K, v - prev);
+			keep_small(small, &nsmall, keep, v - prev > UINT32_MAX ? UINT32_MAX : (uint32_t)(v - prev));
 		}
 		prev = v;
 	}
@@ -84,15 +89,16 @@ int nc__counter_check(const struct nc__counter *c, int n, uint64_t *resolution, 
 		return NC_CHECK_STILL; /* may just be coarse: the caller can read longer */
 	}
 	if (resolution) {
-		int need = nonzero / 10 > 2 ? nonzero / 10 : 2, cum = 0;
-		*resolution = step[0]; /* too few steps to judge: the smallest */
-		for (int k = 0; k < nstep; k++) {
-			cum += seen[k];
-			if (cum >= need) {
-				*resolution = step[k];
-				break;
+		/* the need-th smallest step: nine in ten steps reach it (with
+		 * fewer than two steps kept, the one there is) */
+		for (int i = 1; i < nsmall; i++)
+			for (int j = i; j > 0 && small[j - 1] > small[j]; j--) {
+				uint32_t t = small[j];
+				small[j] = small[j - 1];
+				small[j - 1] = t;
 			}
-		}
+		int need = nonzero / 10 > 2 ? nonzero / 10 : 2;
+		*resolution = small[(need < nsmall ? need : nsmall) - 1];
 	}
 	if (cost_ns)
 		*cost_ns = isfinite(best) ? best : (double)(t1 - t0) / n;

@@ -189,12 +189,10 @@ static void tsc_distrust(struct nc_kernel_view *kv)
 	kv->tsc_unstable = -1;
 	if (kv->cpuid_tsc != 1)
 		return;
-	/* A kernel booted with tsc=unstable never registers the tsc
-	 * clocksource (arch/x86/kernel/tsc.c), so where it is listed the
-	 * command line has nothing to add: not read (7-10 us cold). */
-	int listed = kv->available_clocksources[0] && has_word(kv->available_clocksources, "tsc");
-	char cmd[2048] = "";
-	int have_cmd = !listed && read_line("/proc/cmdline", cmd, sizeof(cmd)) == 0;
+	/* read even where the tsc clocksource is listed: kernels before the
+	 * tsc-early rework (~4.19) register it with tsc=unstable too */
+	char cmd[2048];
+	int have_cmd = read_line("/proc/cmdline", cmd, sizeof(cmd)) == 0;
 	if (has_word(cmd, "tsc=unstable")) {
 		kv->tsc_unstable = 1;
 		nc__fmt(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),

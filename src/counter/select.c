@@ -13,8 +13,8 @@
  *   2. read 1000 times back to back — with faults trapped only for
  *      counters nothing can vouch for (an application's): it must never
  *      decrease and must advance (a coarse counter gets up to 10 rounds);
- *      the smallest nonzero step is its resolution, the time per read its
- *      cost;
+ *      the step nine in ten of its steps reach is its resolution (check.c),
+ *      the time per read its cost;
  *   3. its rate: exact for OS clocks, else the first stated source, else a
  *      20 us rough measurement — only to express the resolution in ns.
  * Policy (score_and_pick): the lowest resolution_ns + cost_ns + penalty_ns
@@ -53,7 +53,7 @@
 /* Per-candidate state kept for the whole process: the selected one (and
  * its extension, if narrow) is used for every read. */
 static const struct nc__counter *uses[NC_MAX_CANDIDATES];
-NC_COLD static struct nc__ext exts[NC_MAX_CANDIDATES];
+static struct nc__ext exts[NC_MAX_CANDIDATES];
 static int ext_used[NC_MAX_CANDIDATES];
 /* Each candidate's stated rates, as read by its evaluation (stated_n is
  * set to -1 when an evaluation starts, to the count once they are read):

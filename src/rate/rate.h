@@ -74,7 +74,9 @@ NC_HIDDEN int nc__calib_extend(const struct nc__calib *c, const struct nc__brack
 /* ---- sources.c ---- */
 /* A measurement as evidence about stated values: the rate, its stated
  * uncertainty, and the most one counter step can bias it over the window
- * (a quantised counter's slope can be off by a step over the baseline). */
+ * (a quantised counter's slope can be off by a step over the baseline;
+ * the step is the resolution, which includes a read's time: an
+ * overestimate, so a tolerance a little wider). */
 struct nc__meas {
 	double hz, ppm, step_ppm;
 };

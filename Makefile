@@ -239,6 +239,7 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 	if [ -z "$(RUN)" ]; then \
 		if ./scripts/check-inline "$(CC)"; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if ./scripts/check-hygiene $(B); then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+		if ./scripts/check-bind-now $(B) "$(BIND_NOW)" "$(LDFLAGS)"; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if ./scripts/check-layers $(B); then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if ./tests/test_install_deps.sh; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if ./scripts/check-man-fresh; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \

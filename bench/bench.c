@@ -477,7 +477,9 @@ static int init_once(void)
 	 * is written), a large part of a shared start; under an emulator
 	 * (qemu-user) the count is the emulator's own */
 	struct rusage u0, u1;
-	(void)raw_ns(); /* their own first touches, not nc_init's */
+	/* raw_ns and getrusage called once first: their own first touches
+	 * are not nc_init's */
+	(void)raw_ns();
 	getrusage(RUSAGE_SELF, &u0);
 	getrusage(RUSAGE_SELF, &u0);
 	int64_t a = raw_ns();

@@ -19,8 +19,8 @@
  * first touches (1.5-2.4 us for a fresh page on an AMD EPYC KVM guest,
  * about twice that for one read before it is written); these buffers sat
  * between that state's pieces (a cold shared start: 17-20 faults ->
- * 12-16).  A section named outside .bss keeps its zeros in the file, in
- * the library and in a program that links it statically (27 KB).  The
+ * 10-13, bench init).  A section named outside .bss keeps its zeros in the
+ * file, in the library and in a program that links it statically (24 KB).  The
  * name is not a C identifier, so no __start_/__stop_ symbols.  Not under
  * AddressSanitizer, which puts no redzones around a global in a section of
  * its own (gcc and clang both): there these buffers stay where it watches

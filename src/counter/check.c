@@ -3,8 +3,8 @@
  * times back to back; it must never decrease and must advance.  Its
  * resolution is the step that at least 90% of the nonzero steps between
  * back-to-back reads reach (the tenth-smallest in a hundred; the second
- * smallest where there are fewer than twenty): what an interval measured with it can
- * resolve, read cost included (21 ticks on a VM whose TSC is scaled by
+ * smallest where there are fewer than twenty): what an interval measured
+ * with it can resolve, read cost included (21 ticks on a VM whose TSC is scaled by
  * the hypervisor; on most bare metal the time of one read).  The smallest
  * step alone overstated it: on an AMD EPYC KVM guest the TSC reads on a
  * 13-tick (5 ns) grid, 26 ticks apart back to back, and now and then one

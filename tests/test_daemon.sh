@@ -137,6 +137,40 @@ ln -s "$tmp/real" "$tmp/link"
 st=$?
 [ $st -eq 1 ] && grep -q "symbolic link" "$tmp/err" && [ ! -e "$tmp/real/record" ] &&
 	ok "a directory through a symbolic link: status 1" || bad "symlinked directory: status $st, $(cat "$tmp/err")"
+# never over what is not a record: a text file, an empty file, a symbolic
+# link, a FIFO, a directory, a device node (root): status 1, the reason,
+# and the thing at the path exactly as it was (type, mode, owner, content)
+snap() { # type, mode, owner, inode, size, link target, content's sum
+	if [ -e "$1" ] || [ -L "$1" ]; then
+		stat -c '%F %a %u:%g %i %s %t:%T' "$1"
+		[ -L "$1" ] && readlink "$1"
+		[ -f "$1" ] && [ ! -L "$1" ] && sha256sum < "$1"
+	fi
+	return 0
+}
+mkdir "$tmp/kinds"
+for kind in text empty link fifo dir device; do
+	P=$tmp/kinds/notes.txt
+	case $kind in
+	text) printf 'precious data\n' > "$P" ;;
+	empty) : > "$P" ;;
+	link) printf 'precious target\n' > "$tmp/kinds/target"; ln -s "$tmp/kinds/target" "$P" ;;
+	fifo) mkfifo "$P" ;;
+	dir) mkdir "$P"; : > "$P/inside" ;;
+	device) [ "$(id -u)" -eq 0 ] || continue; mknod "$P" c 1 5 ;;
+	esac
+	before=$(snap "$P"; snap "$tmp/kinds/target")
+	"$TOOL" daemon --once --record "$P" > /dev/null 2> "$tmp/err"
+	st=$?
+	after=$(snap "$P"; snap "$tmp/kinds/target")
+	if [ $st -eq 1 ] && grep -q "left alone" "$tmp/err" && [ "$before" = "$after" ] && [ ! -e "$P.new" ]; then
+		ok "--once over $kind: status 1, left alone: '$(cat "$tmp/err")'"
+	else
+		bad "--once over $kind: status $st, '$(cat "$tmp/err")'; before '$before', after '$after'"
+	fi
+	rm -rf "$P" "$tmp/kinds/target"
+done
+
 for args in "--interval 0" "--interval x" "--record relative" "--record" "--bogus"; do
 	# shellcheck disable=SC2086
 	"$TOOL" daemon $args > /dev/null 2> "$tmp/err"

@@ -23,8 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <grp.h>
+#include <sys/file.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -43,6 +48,17 @@ struct seen {
 	int clock_ok;        /* nc_now_ns advances and sits on CLOCK_MONOTONIC_RAW */
 	int64_t raw_off_ns;
 };
+
+/* A probe's user: -1 this process's, else the uid (and gid) it takes
+ * before it initialises (root's tests of an ordinary user's writes). */
+static int probe_uid = -1;
+
+static void become_probe_user(void)
+{
+	if (probe_uid >= 0 && (setgroups(0, NULL) != 0 || setgid((gid_t)probe_uid) != 0 ||
+			       setuid((uid_t)probe_uid) != 0))
+		_exit(9);
+}
 
 static const uint64_t values[8] = {1, 1000, 123456789, 1ull << 32, 987654321012ull,
 				   1ull << 40, 3ull << 44, 1ull << 50};
@@ -81,6 +97,7 @@ static struct seen probe_once(const char *env)
 	if (pid == 0) {
 		close(pfd[0]);
 		alarm(120); /* a FIFO or a lock must never hold the first call (valgrind: slow) */
+		become_probe_user();
 		set_goal();
 		if (env)
 			setenv("NANOCLOCK_SHARED", env, 1);
@@ -567,6 +584,277 @@ static void test_refuses_truncated_fifo_symlink(void **state)
 	rmdir(path);
 }
 
+/* Nothing but a record is ever replaced: whatever else is at the path (a
+ * text file, an empty file, another user's file, a symbolic link, a FIFO,
+ * a socket, a directory, a device node), and whatever is at PATH.new, is
+ * left as it was (type, mode, owner, content, link target) by a process
+ * that finds it (which refuses it, runs on its own calibration, and says
+ * why it wrote nothing) and by nc_shared_publish (the daemon's write).  As
+ * root, and as an ordinary user (nobody) in a sticky directory like
+ * /dev/shm.  NANOCLOCK_SHARED=notes.txt replaced the user's file with a
+ * record, and root turned /dev/zero into a regular file. */
+struct snap {
+	int exists;
+	struct stat st;
+	char data[256];
+	ssize_t n;
+	char link[256];
+};
+
+static void snap_of(const char *p, struct snap *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->exists = lstat(p, &s->st) == 0;
+	s->n = -1;
+	if (s->exists && S_ISREG(s->st.st_mode)) {
+		int fd = open(p, O_RDONLY | O_NOFOLLOW);
+		assert_true(fd >= 0);
+		s->n = read(fd, s->data, sizeof(s->data));
+		close(fd);
+	}
+	if (s->exists && S_ISLNK(s->st.st_mode))
+		assert_true(readlink(p, s->link, sizeof(s->link) - 1) > 0);
+}
+
+static void expect_same(const char *p, const struct snap *a, const char *kind)
+{
+	struct snap b;
+	snap_of(p, &b);
+	if (b.exists != a->exists || b.st.st_ino != a->st.st_ino || b.st.st_mode != a->st.st_mode ||
+	    b.st.st_uid != a->st.st_uid || b.st.st_gid != a->st.st_gid ||
+	    b.st.st_size != a->st.st_size || b.st.st_rdev != a->st.st_rdev || b.n != a->n ||
+	    (a->n > 0 && memcmp(a->data, b.data, (size_t)a->n) != 0) || strcmp(a->link, b.link) != 0)
+		fail_msg("%s at %s was changed: mode %o -> %o, uid %u -> %u, size %lld -> %lld, "
+			 "inode %llu -> %llu", kind, p, (unsigned)a->st.st_mode, (unsigned)b.st.st_mode,
+			 (unsigned)a->st.st_uid, (unsigned)b.st.st_uid, (long long)a->st.st_size,
+			 (long long)b.st.st_size, (unsigned long long)a->st.st_ino,
+			 (unsigned long long)b.st.st_ino);
+}
+
+/* nc_shared_publish(at) in a fresh process as the probe's user: its
+ * return code, its reason in why */
+static int publish_in_child(const char *at, char *why, size_t len)
+{
+	int pfd[2];
+	assert_int_equal(pipe(pfd), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		alarm(120);
+		become_probe_user();
+		set_goal();
+		setenv("NANOCLOCK_SHARED", "off", 1);
+		nc_init();
+		char w[192] = "";
+		int rc = strcmp(nc_ticks_per_second_source(), "measured") != 0
+				 ? 99 /* fell back to an OS clock: nothing to write */
+				 : nc_shared_publish(at, -1, 0, 0, w, sizeof(w));
+		(void)!write(pfd[1], &rc, sizeof(rc));
+		(void)!write(pfd[1], w, sizeof(w));
+		_exit(0);
+	}
+	close(pfd[1]);
+	int rc = -1000;
+	char w[192] = "";
+	assert_int_equal(read(pfd[0], &rc, sizeof(rc)), (ssize_t)sizeof(rc));
+	assert_int_equal(read(pfd[0], w, sizeof(w)), (ssize_t)sizeof(w));
+	close(pfd[0]);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	snprintf(why, len, "%s", w);
+	return rc;
+}
+
+enum { K_TEXT, K_EMPTY, K_OTHER_USER, K_LINK, K_DANGLING, K_FIFO, K_SOCKET, K_DIR, K_DEVICE, K_N };
+static const char *const kind_name[K_N] = {
+	"a text file", "an empty file", "another user's file", "a symbolic link to a text file",
+	"a dangling symbolic link", "a FIFO", "a socket", "a directory", "a device node (/dev/zero's)"};
+
+/* Makes kind k at p (in directory d); 0 if it cannot be made here. */
+static int make_kind_as_root(int k, const char *d, const char *p, int *sock);
+
+/* ... owned by the probe's user where one is set (its own files), but for
+ * another user's file and the device */
+static int make_kind(int k, const char *d, const char *p, int *sock)
+{
+	int made = make_kind_as_root(k, d, p, sock);
+	if (made && probe_uid >= 0 && k != K_OTHER_USER && k != K_DEVICE) {
+		char target[200];
+		snprintf(target, sizeof(target), "%s/target.txt", d);
+		assert_int_equal(lchown(p, (uid_t)probe_uid, (gid_t)probe_uid), 0);
+		if (k == K_LINK)
+			assert_int_equal(chown(target, (uid_t)probe_uid, (gid_t)probe_uid), 0);
+	}
+	return made;
+}
+
+static int make_kind_as_root(int k, const char *d, const char *p, int *sock)
+{
+	char target[220];
+	snprintf(target, sizeof(target), "%s/target.txt", d);
+	int fd;
+	switch (k) {
+	case K_TEXT:
+	case K_OTHER_USER:
+		fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, "precious data\n", 14), 14);
+		close(fd);
+		if (k == K_OTHER_USER) {
+			/* root's file for nobody; nobody's file for root */
+			uid_t other = probe_uid >= 0 ? 0 : 65534;
+			if (geteuid() != 0)
+				return 0;
+			assert_int_equal(chown(p, other, other), 0);
+		}
+		return 1;
+	case K_EMPTY:
+		fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		assert_true(fd >= 0);
+		close(fd);
+		return 1;
+	case K_LINK:
+		fd = open(target, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, "precious target\n", 16), 16);
+		close(fd);
+		assert_int_equal(symlink(target, p), 0);
+		return 1;
+	case K_DANGLING:
+		assert_int_equal(symlink("/nonexistent/nanoclock-test", p), 0);
+		return 1;
+	case K_FIFO:
+		assert_int_equal(mkfifo(p, 0644), 0);
+		return 1;
+	case K_SOCKET: {
+		struct sockaddr_un a;
+		memset(&a, 0, sizeof(a));
+		a.sun_family = AF_UNIX;
+		if (strlen(p) >= sizeof(a.sun_path))
+			return 0;
+		snprintf(a.sun_path, sizeof(a.sun_path), "%s", p);
+		*sock = socket(AF_UNIX, SOCK_STREAM, 0);
+		assert_true(*sock >= 0);
+		assert_int_equal(bind(*sock, (struct sockaddr *)&a, sizeof(a)), 0);
+		return 1;
+	}
+	case K_DIR:
+		assert_int_equal(mkdir(p, 0755), 0);
+		snprintf(target, sizeof(target), "%s/inside", p);
+		fd = open(target, O_WRONLY | O_CREAT, 0644);
+		assert_true(fd >= 0);
+		close(fd);
+		return 1;
+	case K_DEVICE:
+		if (geteuid() != 0)
+			return 0;
+		return mknod(p, S_IFCHR | 0666, makedev(1, 5)) == 0;
+	}
+	return 0;
+}
+
+static void remove_kind(const char *d, const char *p, int sock)
+{
+	char inside[220], target[220];
+	snprintf(inside, sizeof(inside), "%s/inside", p);
+	snprintf(target, sizeof(target), "%s/target.txt", d);
+	unlink(inside);
+	if (rmdir(p) != 0)
+		unlink(p);
+	unlink(target);
+	if (sock >= 0)
+		close(sock);
+}
+
+/* Every kind at d/notes.txt, and d/notes.txt.new left by someone else:
+ * nothing replaced, removed or changed; the refusal said. */
+static void never_replaced_in(const char *d)
+{
+	char p[200], newp[210], target[200], why[192];
+	snprintf(p, sizeof(p), "%s/notes.txt", d);
+	snprintf(newp, sizeof(newp), "%s.new", p);
+	snprintf(target, sizeof(target), "%s/target.txt", d);
+	int tried = 0;
+	for (int k = 0; k < K_N; k++) {
+		int sock = -1;
+		if (!make_kind(k, d, p, &sock)) {
+			print_message("  %s: not made here (%s)\n", kind_name[k],
+				      geteuid() ? "not root" : "cannot");
+			remove_kind(d, p, sock);
+			continue;
+		}
+		tried++;
+		struct snap before, tbefore;
+		snap_of(p, &before);
+		snap_of(target, &tbefore);
+		struct seen s = probe(p);
+		if (s.published)
+			fail_msg("%s replaced by a record: %s", kind_name[k], s.status);
+		if (!strstr(s.status, "not written"))
+			fail_msg("%s: the refusal is not said: %s", kind_name[k], s.status);
+		assert_true(s.clock_ok);
+		expect_same(p, &before, kind_name[k]);
+		expect_same(target, &tbefore, "the link's target");
+		assert_int_equal(access(newp, F_OK), -1);
+		int rc = publish_in_child(p, why, sizeof(why));
+		if (rc == 0)
+			fail_msg("nc_shared_publish replaced %s", kind_name[k]);
+		if (rc != 99 && !why[0])
+			fail_msg("nc_shared_publish refused %s without a reason", kind_name[k]);
+		expect_same(p, &before, kind_name[k]);
+		expect_same(target, &tbefore, "the link's target");
+		assert_int_equal(access(newp, F_OK), -1);
+		print_message("  %s: left alone (%s)\n", kind_name[k], why);
+		remove_kind(d, p, sock);
+	}
+	assert_true(tried >= 6);
+
+	/* someone's old notes.txt.new (not a writer's leftover): never removed,
+	 * whatever its age */
+	int fd = open(newp, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "precious too\n", 13), 13);
+	close(fd);
+	if (probe_uid >= 0)
+		assert_int_equal(chown(newp, (uid_t)probe_uid, (gid_t)probe_uid), 0);
+	struct timeval old[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
+	assert_int_equal(utimes(newp, old), 0);
+	struct snap before;
+	snap_of(newp, &before);
+	struct seen s = probe(p);
+	assert_int_equal(s.published, 0);
+	print_message("  an old notes.txt.new of someone's: %s\n", s.status);
+	expect_same(newp, &before, "an old PATH.new that is not a writer's");
+	unlink(newp);
+	unlink(p);
+}
+
+static void test_never_replaces_what_is_not_a_record(void **state)
+{
+	(void)state;
+	if (!hw_counter())
+		skip();
+	char d[160];
+	snprintf(d, sizeof(d), "%s/own", dir);
+	assert_int_equal(mkdir(d, 0700), 0);
+	never_replaced_in(d);
+	rmdir(d);
+	if (geteuid() != 0) {
+		print_message("  (not root: the ordinary user's case is the run above)\n");
+		return;
+	}
+	/* an ordinary user in a sticky directory everyone may write */
+	snprintf(d, sizeof(d), "%s/sticky", dir);
+	assert_int_equal(mkdir(d, 0700), 0);
+	assert_int_equal(chmod(d, 01777), 0);
+	assert_int_equal(chmod(dir, 0755), 0);
+	probe_uid = 65534;
+	never_replaced_in(d);
+	probe_uid = -1;
+	chmod(dir, 0700);
+	rmdir(d);
+}
+
 /* The user's record is named after the build: a user's i386 and x86_64
  * programs (or another architecture's under qemu-user) each keep one they
  * can read, where one file had them refuse and rewrite each other's at
@@ -625,8 +913,11 @@ static void test_user_record_per_build(void **state)
 	expect_refused(want);
 }
 
-/* A writer that dies mid-update leaves PATH.new, never a torn record:
- * fresh writers skip a recent one and remove an old one. */
+/* A writer that dies mid-update leaves PATH.new, never a torn record.
+ * Writers hold an flock on their PATH.new until it is in place: a
+ * leftover nobody holds is a dead writer's and the next writer removes it
+ * at once (it waited 10 s, and `daemon --once` failed meanwhile); one a
+ * live writer holds is left to it. */
 static void test_killed_writer(void **state)
 {
 	(void)state;
@@ -637,16 +928,23 @@ static void test_killed_writer(void **state)
 	snprintf(tmp, sizeof(tmp), "%s.new", path);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
 	assert_true(fd >= 0);
-	assert_int_equal(write(fd, "NCSHA", 5), 5); /* a writer killed after 5 bytes */
-	close(fd);
+	assert_int_equal(write(fd, "NCSHA", 5), 5); /* a writer after 5 bytes ... */
+	assert_int_equal(flock(fd, LOCK_EX), 0);   /* ... still alive */
 	struct seen s = probe(path);
 	assert_int_equal(s.published, 0);
-	assert_non_null(strstr(s.status, "another writer is busy"));
+	if (!strstr(s.status, "another writer is busy"))
+		fail_msg("a live writer's PATH.new: %s", s.status);
 	assert_true(s.clock_ok);
-	/* the same leftover a minute later: its writer is dead */
-	struct timeval old[2] = {{time(NULL) - 60, 0}, {time(NULL) - 60, 0}};
-	assert_int_equal(utimes(tmp, old), 0);
-	/* the old leftover no longer blocks a writer */
+	assert_int_equal(access(tmp, F_OK), 0);
+	close(fd); /* the writer dies: its lock goes with it */
+	s = probe_writer();
+	assert_int_equal(access(tmp, F_OK), -1);
+	print_message("  a dead writer's fresh PATH.new: removed at once (%s)\n", s.status);
+	/* killed right after creating it: empty */
+	unlink(path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	assert_true(fd >= 0);
+	close(fd);
 	s = probe_writer();
 	assert_int_equal(access(tmp, F_OK), -1);
 
@@ -685,9 +983,6 @@ static void test_killed_writer(void **state)
 			read_rec(&whole);
 			assert_int_equal(nc__shared_checksum(&whole), whole.checksum);
 		}
-		/* a leftover PATH.new from this kill: aged so the next writer may go */
-		if (access(tmp, F_OK) == 0)
-			utimes(tmp, old);
 	}
 	print_message("  10 readers after writers were killed: %d adopted, %d refused\n", adopted,
 		      refused);
@@ -922,6 +1217,7 @@ int main(void)
 		cmocka_unit_test(test_refuses_others_and_writable),
 		cmocka_unit_test(test_refuses_other_boot_counter_corrupt),
 		cmocka_unit_test(test_refuses_truncated_fifo_symlink),
+		cmocka_unit_test(test_never_replaces_what_is_not_a_record),
 		cmocka_unit_test(test_user_record_per_build),
 		cmocka_unit_test(test_aged_record_starts_on_raw),
 		cmocka_unit_test(test_wrong_rate_left_for_own),

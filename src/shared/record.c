@@ -7,9 +7,11 @@
  * The record is a small fixed-size file (struct rec), read with pread:
  * no mapping of a file others may truncate (SIGBUS), no lock.  A writer
  * publishes by writing a new file beside it (PATH.new, created
- * exclusively) and renaming it over PATH: readers open one whole version
- * or the other, and a writer killed mid-update leaves only PATH.new,
- * which the next writer removes once it is older than STALE_NEW_S.  The
+ * exclusively and flock-ed until it is in place) and renaming it over
+ * PATH: readers open one whole version or the other, and a writer killed
+ * mid-update leaves only PATH.new, unlocked, which the next writer
+ * removes at once.  Only a record is ever replaced (replaceable): never a
+ * file of another kind or owner, a link, a FIFO, a device.  The
  * generation counts the versions; the checksum catches what rename cannot
  * (a copy cut short, bytes changed on the disk, a foreign file).
  *
@@ -43,7 +45,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -87,7 +91,6 @@
 _Static_assert(sizeof(BUILD) <= 16, "version and architecture too long for the record");
 const char *nc__shared_build(void) { return BUILD; }
 
-#define STALE_NEW_S 10           /* a PATH.new this old: its writer died */
 #define SYSTEM_RECORD "/run/nanoclock/record"
 
 
@@ -579,8 +582,159 @@ static int fill(struct rec *r, int sync_verdict, double shift_ns, uint32_t ncpus
 	return 0;
 }
 
-/* PATH.new, then rename over PATH.  Async-signal-safe system calls only
- * (a refresh may run in a signal handler). */
+/* What a writer may replace: nothing, or a nanoclock record of this user
+ * (the magic at its start, at most a page long: this build's, another
+ * build's, a torn or corrupt one).  Never a file of another kind, another
+ * user's file, a symbolic link, a FIFO, a socket, a directory or a device:
+ * NANOCLOCK_SHARED=notes.txt replaced the user's notes, and root turned
+ * /dev/zero into a file.  0: nothing there; 1: a record, its identity in
+ * *id; -1: anything else, with why. */
+static int replaceable(const char *path, struct stat *id, char *why, size_t len)
+{
+	if (lstat(path, id) != 0) {
+		if (errno == ENOENT)
+			return 0;
+		SAY("cannot look at %s (%s)", path, strerror(errno));
+		return -1;
+	}
+	const char *kind = S_ISLNK(id->st_mode)    ? "a symbolic link"
+			   : S_ISFIFO(id->st_mode) ? "a FIFO"
+			   : S_ISSOCK(id->st_mode) ? "a socket"
+			   : S_ISDIR(id->st_mode)  ? "a directory"
+			   : S_ISCHR(id->st_mode) || S_ISBLK(id->st_mode) ? "a device"
+			   : !S_ISREG(id->st_mode) ? "not a regular file"
+						   : NULL;
+	if (kind) {
+		SAY("%s is %s: left alone", path, kind);
+		return -1;
+	}
+	if (id->st_uid != geteuid()) {
+		SAY("%s is owned by uid %u, not this user: left alone", path, (unsigned)id->st_uid);
+		return -1;
+	}
+	char m[sizeof(MAGIC)];
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	struct stat st;
+	int ok = fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == id->st_dev && st.st_ino == id->st_ino &&
+		 st.st_size >= (off_t)sizeof(m) && st.st_size <= 4096 &&
+		 pread(fd, m, sizeof(m), 0) == (ssize_t)sizeof(m) && memcmp(m, MAGIC, sizeof(m)) == 0;
+	if (fd >= 0)
+		close(fd);
+	if (!ok) {
+		SAY("%s is not a nanoclock record (a file of %lld bytes): left alone", path,
+		    (long long)id->st_size);
+		return -1;
+	}
+	return 1;
+}
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+static int rename2(const char *from, const char *to, unsigned flags)
+{
+#ifdef SYS_renameat2
+	return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, flags);
+#else
+	(void)from, (void)to, (void)flags;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+/* The kernel or the file system has no renameat2 (ENOSYS, EINVAL), or a
+ * sandbox denies it (EPERM) */
+static int unsupported(int e) { return e == ENOSYS || e == EINVAL || e == EPERM || e == ENOTSUP; }
+
+/* tmp put at path where nothing is: never over something that appeared
+ * there meanwhile (EEXIST).  Without renameat2, link() refuses the same. */
+static int put_new(const char *tmp, const char *path)
+{
+	if (rename2(tmp, path, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (!unsupported(errno))
+		return -1;
+	if (link(tmp, path) != 0)
+		return -1;
+	unlink(tmp);
+	return 0;
+}
+
+/* tmp put at path in place of the record *id, locked by the caller (so no
+ * other writer takes it for a dead writer's leftover): swapped, then the
+ * old one, now at tmp, removed if it is that record; if something else had
+ * taken its place meanwhile it is swapped back, never lost.  Without
+ * RENAME_EXCHANGE the identity is checked again just before the rename: a
+ * file put there in between by this user or root (nobody else can, in
+ * the sticky /dev/shm or a directory of the user's) would be replaced. */
+static int put_over(const char *tmp, const char *path, const struct stat *id)
+{
+	struct stat st;
+	if (rename2(tmp, path, RENAME_EXCHANGE) == 0) {
+		if (lstat(tmp, &st) == 0 && st.st_dev == id->st_dev && st.st_ino == id->st_ino) {
+			unlink(tmp);
+			return 0;
+		}
+		rename2(tmp, path, RENAME_EXCHANGE);
+		errno = EBUSY;
+		return -1;
+	}
+	if (!unsupported(errno))
+		return -1;
+	if (lstat(path, &st) != 0 || st.st_dev != id->st_dev || st.st_ino != id->st_ino) {
+		errno = EBUSY;
+		return -1;
+	}
+	return rename(tmp, path);
+}
+
+/* A PATH.new found at tmp: removed if it is a writer's leftover whose writer
+ * is gone (writers hold an flock on theirs until it is renamed: a free lock
+ * on this user's empty or record-headed file is a dead writer's).  1:
+ * removed; 0: a live writer's; -1: not a writer's file (left alone). */
+static int remove_dead_writers(const char *tmp, char *why, size_t len)
+{
+	int fd = open(tmp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	struct stat st, now;
+	char m[sizeof(MAGIC)];
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		if (fd >= 0)
+			close(fd);
+		if (errno == ENOENT)
+			return 1; /* gone already: try again */
+		SAY("%s is not a nanoclock writer's file: left alone", tmp);
+		return -1;
+	}
+	ssize_t n = st.st_size > 0 ? pread(fd, m, sizeof(m), 0) : 0;
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_size > 4096 || n < 0 ||
+	    memcmp(m, MAGIC, (size_t)n) != 0) {
+		close(fd);
+		SAY("%s is not a nanoclock writer's file: left alone", tmp);
+		return -1;
+	}
+	int r = 0;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		/* still the same file under the name: then no live writer has it */
+		if (lstat(tmp, &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino)
+			r = unlink(tmp) == 0;
+		else
+			r = 1;
+	}
+	close(fd);
+	if (!r)
+		SAY("another writer is busy (%s exists)", tmp);
+	return r;
+}
+
+/* PATH.new, created exclusively and locked, then put at PATH where nothing
+ * is or over this user's record (never over anything else: replaceable).
+ * The lock is held until the new record is in place, and the record
+ * replaced is locked too: no other writer takes either for a dead
+ * writer's leftover.  Async-signal-safe system calls only on a refresh's
+ * path (why NULL). */
 static int write_rec(const char *path, struct rec *r, char *why, size_t len)
 {
 	char tmp[272];
@@ -591,54 +745,87 @@ static int write_rec(const char *path, struct rec *r, char *why, size_t len)
 	}
 	memcpy(tmp, path, pl);
 	memcpy(tmp + pl, ".new", 5);
-	/* the generation follows the record being replaced, if it is one */
+	struct stat id, st;
+	int there = replaceable(path, &id, why, len);
+	if (there < 0) {
+		errno = EEXIST;
+		return NC_ESYS;
+	}
+	/* the record replaced: locked, and its generation followed */
 	r->generation = 1;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd >= 0) {
-		struct stat st;
-		struct rec old;
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == (off_t)sizeof(old) &&
-		    pread(fd, &old, sizeof(old), 0) == (ssize_t)sizeof(old) &&
-		    memcmp(old.magic, MAGIC, sizeof(MAGIC)) == 0 && rec_sum(&old) == old.checksum)
-			r->generation = old.generation + 1;
-		close(fd);
+	int old = -1;
+	if (there) {
+		old = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+		if (old < 0 || fstat(old, &st) != 0 || st.st_dev != id.st_dev || st.st_ino != id.st_ino ||
+		    flock(old, LOCK_EX | LOCK_NB) != 0) {
+			if (old >= 0)
+				close(old);
+			SAY("another writer is busy (%s changed or is locked)", path);
+			errno = EBUSY;
+			return NC_ESYS;
+		}
+		struct rec o;
+		if (st.st_size == (off_t)sizeof(o) && pread(old, &o, sizeof(o), 0) == (ssize_t)sizeof(o) &&
+		    memcmp(o.magic, MAGIC, sizeof(MAGIC)) == 0 && rec_sum(&o) == o.checksum)
+			r->generation = o.generation + 1;
 	}
 	r->checksum = rec_sum(r);
-	for (int attempt = 0;; attempt++) {
+	struct stat mine;
+	int fd = -1, e = 0;
+	for (int attempt = 0; fd < 0; attempt++) {
 		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (fd >= 0)
 			break;
-		int e = errno;
-		struct stat st;
-		/* a PATH.new left by a writer that died: removed once it is old */
-		if (e == EEXIST && attempt == 0 && lstat(tmp, &st) == 0 &&
-		    time(NULL) - st.st_mtime > STALE_NEW_S && unlink(tmp) == 0)
+		e = errno;
+		if (e == EEXIST && attempt < 2 && remove_dead_writers(tmp, why, len) > 0)
 			continue;
-		SAY(e == EEXIST ? "another writer is busy (%s exists)" : "cannot create %s",
-			 tmp);
-		errno = e;
+		if (e != EEXIST)
+			SAY("cannot create %s", tmp);
+		else if (attempt >= 2)
+			SAY("another writer is busy (%s exists)", tmp);
+		if (old >= 0)
+			close(old);
+		errno = e == EEXIST ? EBUSY : e;
+		return NC_ESYS;
+	}
+	/* locked at once, and still ours under the name: a writer that found
+	 * it before the lock took it for a dead writer's and removed it */
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0 || fstat(fd, &mine) != 0 || lstat(tmp, &st) != 0 ||
+	    st.st_dev != mine.st_dev || st.st_ino != mine.st_ino) {
+		close(fd);
+		if (old >= 0)
+			close(old);
+		SAY("another writer is busy (%s taken)", tmp);
+		errno = EBUSY;
 		return NC_ESYS;
 	}
 	ssize_t n = write(fd, r, sizeof(*r));
-	int e = errno;
+	e = errno;
+	int rc = NC_ESYS;
 	/* fchmod: the umask may have taken read permission away from others */
-	if (n == (ssize_t)sizeof(*r) && fchmod(fd, 0644) == 0 && close(fd) == 0) {
-		if (rename(tmp, path) == 0)
-			return 0;
-		e = errno;
-		SAY("cannot rename %s over %s", tmp, path);
+	if (n == (ssize_t)sizeof(*r) && fchmod(fd, 0644) == 0) {
+		if ((there ? put_over(tmp, path, &id) : put_new(tmp, path)) == 0)
+			rc = 0;
+		else if ((e = errno) == EEXIST || e == EBUSY)
+			SAY("%s changed while being written (left alone)", path);
+		else
+			SAY("cannot rename %s over %s", tmp, path);
 	} else {
 		if (n == (ssize_t)sizeof(*r))
 			e = errno;
-		close(fd);
-		SAY(n >= 0 && n < (ssize_t)sizeof(*r) ? "short write to %s" : "cannot write %s",
-			 tmp);
+		SAY(n >= 0 && n < (ssize_t)sizeof(*r) ? "short write to %s" : "cannot write %s", tmp);
 		if (n >= 0 && n < (ssize_t)sizeof(*r))
 			e = ENOSPC;
 	}
-	unlink(tmp);
+	/* what is left at tmp is this writer's own (locked: no one else
+	 * removes or replaces it) */
+	if (rc != 0 && lstat(tmp, &st) == 0 && st.st_dev == mine.st_dev && st.st_ino == mine.st_ino)
+		unlink(tmp);
+	close(fd);
+	if (old >= 0)
+		close(old);
 	errno = e;
-	return NC_ESYS;
+	return rc;
 }
 
 int nc__shared_write(const char *path, int sync_verdict, double sync_shift_ns, uint32_t sync_ncpus,
@@ -684,6 +871,10 @@ void nc__shared_publish_own(void)
 	char msg[240];
 	nc__fmt(msg, sizeof(msg), "not written: %s", why);
 	status_add(sh.own_path, msg);
+	/* something not a record at the path (a typo in NANOCLOCK_SHARED?):
+	 * said, as it is left alone */
+	nc__log(strstr(why, "left alone") ? NC_LOG_WARN : NC_LOG_INFO, "shared record %s %s",
+		sh.own_path, msg);
 }
 
 void nc__shared_after_refine(void)

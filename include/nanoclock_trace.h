@@ -80,12 +80,14 @@ NC_API void nc_trace_default_config(struct nc_trace_config *c);
 struct nc_trace;     /* a session: one file */
 struct nc_trace_buf; /* one thread's buffer (layout below: ABI) */
 
-/* Creates `path` (mode 0644 less the umask; an existing file is truncated
- * and keeps its mode), writes the header and the clock-domain record
- * (initialising the library first).  c may be NULL (defaults).  A
- * symbolic link at `path` is not followed (NC_TRACE_EIO, errno ELOOP); a
- * FIFO must have a reader already (else NC_TRACE_EIO, errno ENXIO, at
- * once).  A write error later, a FIFO's reader gone included, is returned
+/* Creates `path` (mode 0644 less the umask), writes the header and the
+ * clock-domain record (initialising the library first).  c may be NULL
+ * (defaults).  Something already at `path` is written only if it is this
+ * user's empty file or an earlier trace (emptied; it keeps its mode), a
+ * FIFO, or /dev/null; anything else is left as it was: another file or
+ * another user's, a socket, a device (NC_TRACE_EIO, errno EEXIST), a
+ * directory (EISDIR), a symbolic link, never followed (ELOOP).  A FIFO must
+ * have a reader already (else NC_TRACE_EIO, errno ENXIO, at once).  A write error later, a FIFO's reader gone included, is returned
  * by nc_trace_flush / nc_trace_close (no SIGPIPE is raised).  The flush
  * thread runs with every signal blocked.
  * 0, NC_EINVAL, NC_ERANGE (a config value), NC_TRACE_EIO (errno says

@@ -25,9 +25,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -154,14 +159,10 @@ static void case_symlink(const char *arg)
 	unsigned char *b = slurp(target, &n);
 	CHECK(b && n == 8 && memcmp(b, "precious", 8) == 0);
 	free(b);
-	/* an existing regular file is truncated and written, mode unchanged */
-	CHECK(chmod(target, 0600) == 0);
-	CHECK(nc_trace_open(&t, target, NULL) == 0);
-	CHECK(nc_trace_close(t) == 0);
-	struct stat st;
-	CHECK(stat(target, &st) == 0 && (st.st_mode & 0777) == 0600);
+	/* the target itself is not a trace: left alone too (never_replaces) */
+	CHECK(nc_trace_open(&t, target, NULL) == NC_TRACE_EIO && errno == EEXIST);
 	b = slurp(target, &n);
-	CHECK(b && n > 8 && memcmp(b, NC__TR_MAGIC, 8) == 0);
+	CHECK(b && n == 8 && memcmp(b, "precious", 8) == 0);
 	free(b);
 	unlink(link);
 	unlink(target);
@@ -372,11 +373,181 @@ static void case_gap_totals_saturate(const char *arg)
 	free(d);
 }
 
+/* What nc_trace_open finds at its path: it writes only where nothing is,
+ * into a FIFO with a reader or /dev/null, or over this user's empty file
+ * (the mktemp pattern) or earlier trace (its mode kept).  Anything else is
+ * left exactly as it was: a text file (EEXIST: it truncated it before),
+ * another user's file, a symbolic link (ELOOP), a socket, a directory
+ * (EISDIR), a device node (EEXIST; root wrote into one before), a FIFO
+ * with no reader (ENXIO).  Run as this user, then, as root, as nobody in a
+ * sticky directory. */
+struct tsnap {
+	struct stat st;
+	int exists;
+	char data[64];
+	ssize_t n;
+};
+
+static void tsnap_of(const char *p, struct tsnap *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->exists = lstat(p, &s->st) == 0;
+	s->n = -1;
+	if (s->exists && S_ISREG(s->st.st_mode)) {
+		int fd = open(p, O_RDONLY | O_NOFOLLOW);
+		CHECK(fd >= 0);
+		s->n = read(fd, s->data, sizeof(s->data));
+		close(fd);
+	}
+}
+
+static int tsame(const char *p, const struct tsnap *a)
+{
+	struct tsnap b;
+	tsnap_of(p, &b);
+	return a->exists == b.exists && a->st.st_ino == b.st.st_ino && a->st.st_mode == b.st.st_mode &&
+	       a->st.st_uid == b.st.st_uid && a->st.st_size == b.st.st_size &&
+	       a->st.st_rdev == b.st.st_rdev && a->n == b.n &&
+	       (a->n <= 0 || memcmp(a->data, b.data, (size_t)a->n) == 0);
+}
+
+/* kind k made at p: 0 when it cannot be made here */
+static int trace_kind(int k, const char *d, const char *p, int *sock)
+{
+	char target[300];
+	snprintf(target, sizeof(target), "%s/target", d);
+	FILE *f;
+	switch (k) {
+	case 0: /* a text file */
+	case 1: /* another user's (root: nobody's; nobody: root's) */
+		f = fopen(p, "w");
+		CHECK(f && fputs("precious data\n", f) >= 0 && fclose(f) == 0);
+		if (k == 1)
+			return geteuid() == 0 ? chown(p, 65534, 65534) == 0 : getuid() == 65534;
+		return 1;
+	case 2: /* a symbolic link to a text file */
+		f = fopen(target, "w");
+		CHECK(f && fputs("precious target\n", f) >= 0 && fclose(f) == 0);
+		return symlink(target, p) == 0;
+	case 3: /* a socket */ {
+		struct sockaddr_un a;
+		memset(&a, 0, sizeof(a));
+		a.sun_family = AF_UNIX;
+		if (strlen(p) >= sizeof(a.sun_path))
+			return 0;
+		snprintf(a.sun_path, sizeof(a.sun_path), "%s", p);
+		*sock = socket(AF_UNIX, SOCK_STREAM, 0);
+		return *sock >= 0 && bind(*sock, (struct sockaddr *)&a, sizeof(a)) == 0;
+	}
+	case 4: /* a directory */
+		return mkdir(p, 0755) == 0;
+	case 5: /* a device node: /dev/zero's numbers */
+		return geteuid() == 0 && mknod(p, S_IFCHR | 0666, makedev(1, 5)) == 0;
+	case 6: /* a FIFO with no reader */
+		return mkfifo(p, 0644) == 0;
+	}
+	return 0;
+}
+
+static const char *const trace_kinds[] = {"a text file", "another user's file", "a symbolic link",
+					  "a socket", "a directory", "a device node",
+					  "a FIFO with no reader"};
+
+static void never_replaces_in(const char *d)
+{
+	char p[300], target[300];
+	snprintf(p, sizeof(p), "%s/notes.txt", d);
+	snprintf(target, sizeof(target), "%s/target", d);
+	int made = 0;
+	for (int k = 0; k < 7; k++) {
+		int sock = -1;
+		if (!trace_kind(k, d, p, &sock)) {
+			fprintf(stderr, "case: %s: not made here (uid %u)\n", trace_kinds[k],
+				(unsigned)geteuid());
+			unlink(p);
+			continue;
+		}
+		made++;
+		struct tsnap before, tbefore;
+		tsnap_of(p, &before);
+		tsnap_of(target, &tbefore);
+		struct nc_trace *t = NULL;
+		errno = 0;
+		int rc = nc_trace_open(&t, p, NULL);
+		int e = errno;
+		if (rc == 0)
+			nc_trace_close(t);
+		if (rc != NC_TRACE_EIO || !tsame(p, &before) || !tsame(target, &tbefore)) {
+			fprintf(stderr, "case: %s at the trace's path: rc %d (%s); left as it was: %d\n",
+				trace_kinds[k], rc, strerror(e), tsame(p, &before) && tsame(target, &tbefore));
+			_exit(1);
+		}
+		fprintf(stderr, "case: %s: refused (%s), left alone\n", trace_kinds[k], strerror(e));
+		if (rmdir(p) != 0)
+			unlink(p);
+		unlink(target);
+		if (sock >= 0)
+			close(sock);
+	}
+	CHECK(made >= 5);
+
+	/* what it may write over: an empty file of this user's, an earlier
+	 * trace (their modes kept), /dev/null */
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	CHECK(fd >= 0);
+	close(fd);
+	struct nc_trace *t = NULL;
+	CHECK(nc_trace_open(&t, p, NULL) == 0);
+	CHECK(nc_trace_close(t) == 0);
+	CHECK(nc_trace_open(&t, p, NULL) == 0);
+	CHECK(nc_trace_close(t) == 0);
+	struct stat st;
+	CHECK(lstat(p, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0777) == 0600);
+	size_t n;
+	unsigned char *b = slurp(p, &n);
+	CHECK(b && n > 8 && memcmp(b, NC__TR_MAGIC, 8) == 0);
+	free(b);
+	unlink(p);
+	CHECK(nc_trace_open(&t, "/dev/null", NULL) == 0);
+	CHECK(nc_trace_close(t) == 0);
+	CHECK(lstat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode));
+}
+
+static void case_never_replaces(const char *arg)
+{
+	(void)arg;
+	char *d = tmp_path("kinds");
+	unlink(d);
+	CHECK(mkdir(d, 0700) == 0);
+	never_replaces_in(d);
+	if (geteuid() != 0) {
+		rmdir(d);
+		free(d);
+		return;
+	}
+	/* an ordinary user, in a sticky directory anyone may write */
+	CHECK(chmod(d, 01777) == 0);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+			_exit(3);
+		never_replaces_in(d);
+		_exit(0);
+	}
+	int st = 0;
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	rmdir(d);
+	free(d);
+}
+
 static const struct child_case cases[] = {
 	{"fifo_reader_quits", case_fifo_reader_quits, NULL, NULL, NULL},
 	{"fifo_reader_quits_flusher", case_fifo_reader_quits_flusher, NULL, NULL, NULL},
 	{"fifo_no_reader", case_fifo_no_reader, NULL, NULL, NULL},
 	{"symlink", case_symlink, NULL, NULL, NULL},
+	{"never_replaces", case_never_replaces, NULL, NULL, NULL},
 	{"flusher_blocks_signals", case_flusher_blocks_signals, NULL, NULL, NULL},
 	{"truncated", case_truncated, NULL, NULL, NULL},
 	{"huge_not_a_trace", case_huge_not_a_trace, NULL, NULL, NULL},

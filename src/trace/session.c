@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -313,6 +314,53 @@ static void write_domain(struct nc_trace *t)
 	write_all(t, r, sizeof(r));
 }
 
+/* The trace's file.  Created (mode 0644 less the umask) where nothing is;
+ * where something is, written only if it is a FIFO (a reader's pipe; one
+ * with no reader fails at once, ENXIO, instead of blocking), /dev/null, or
+ * a regular file of this user's that is empty (mktemp's) or a nanoclock
+ * trace (emptied; its mode kept).  Never anything else: a text file, another
+ * user's file, a socket, a device (EEXIST), a directory (EISDIR), or through
+ * a symbolic link (ELOOP): a wrong path must not cost the user a file.  The
+ * descriptor (O_NONBLOCK still set), or -1 with errno. */
+static int open_file(const char *path)
+{
+	const int fl = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | fl, 0644);
+	if (fd >= 0 || errno != EEXIST)
+		return fd;
+	struct stat st, now;
+	if (lstat(path, &st) != 0)
+		return -1;
+	if (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode)) {
+		errno = S_ISLNK(st.st_mode) ? ELOOP : EISDIR;
+		return -1;
+	}
+	int reg = S_ISREG(st.st_mode);
+	if (!(S_ISFIFO(st.st_mode) || (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3)) ||
+	      (reg && st.st_uid == geteuid()))) {
+		errno = EEXIST;
+		return -1;
+	}
+	fd = open(path, (reg ? O_RDWR : O_WRONLY) | fl);
+	if (fd < 0)
+		return -1;
+	char head[8];
+	ssize_t n = 0;
+	/* the same thing that was looked at; a file, empty or a trace's start */
+	int ok = fstat(fd, &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino &&
+		 (now.st_mode & S_IFMT) == (st.st_mode & S_IFMT);
+	if (ok && reg) {
+		n = now.st_size > 0 ? pread(fd, head, sizeof(head), 0) : 0;
+		ok = n >= 0 && memcmp(head, NC__TR_MAGIC, (size_t)n) == 0 && ftruncate(fd, 0) == 0;
+	}
+	if (!ok) {
+		close(fd);
+		errno = EEXIST;
+		return -1;
+	}
+	return fd;
+}
+
 int nc_trace_open(struct nc_trace **out, const char *path, const struct nc_trace_config *cfg)
 {
 	if (!out || !path)
@@ -339,20 +387,9 @@ int nc_trace_open(struct nc_trace **out, const char *path, const struct nc_trace
 	t->period_ticks = (c.flags & NC_TRACE_NO_PERIODIC) || ticks >= (double)UINT32_MAX
 				  ? UINT32_MAX
 				  : ticks < 1 ? 1 : (uint64_t)ticks;
-	/* mode 0644 less the umask for a new file; an existing one keeps its
-	 * mode.  O_NOFOLLOW: a link planted at the path is not followed
-	 * (ELOOP); O_NONBLOCK: a FIFO with no reader fails at once (ENXIO)
-	 * instead of blocking; writes block again once it is open. */
-	t->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
-		     0644);
-	struct stat st;
-	int e = errno;
-	if (t->fd >= 0 && (fstat(t->fd, &st) != 0 || S_ISDIR(st.st_mode))) {
-		close(t->fd);
-		t->fd = -1;
-		e = EISDIR;
-	}
+	t->fd = open_file(path);
 	if (t->fd < 0) {
+		int e = errno;
 		free(t->bufs);
 		free(t);
 		errno = e;

@@ -87,8 +87,10 @@ struct nc_trace_buf; /* one thread's buffer (layout below: ABI) */
  * FIFO, or /dev/null; anything else is left as it was: another file or
  * another user's, a socket, a device (NC_TRACE_EIO, errno EEXIST), a
  * directory (EISDIR), a symbolic link, never followed (ELOOP).  A FIFO must
- * have a reader already (else NC_TRACE_EIO, errno ENXIO, at once).  A write error later, a FIFO's reader gone included, is returned
- * by nc_trace_flush / nc_trace_close (no SIGPIPE is raised).  The flush
+ * have a reader already (else NC_TRACE_EIO, errno ENXIO, at once).  A
+ * write error later, a FIFO's reader gone included, is returned by
+ * nc_trace_flush / nc_trace_close with errno set to the write's (EPIPE,
+ * ENOSPC...; no SIGPIPE is raised).  The flush
  * thread runs with every signal blocked.
  * 0, NC_EINVAL, NC_ERANGE (a config value), NC_TRACE_EIO (errno says
  * why), NC_TRACE_ENOMEM, NC_ESYS (the flush thread could not start). */
@@ -110,13 +112,15 @@ NC_API int nc_trace_name(struct nc_trace *t, unsigned id, const char *name);
 /* Writes every full block (and pending thread and name records) to the
  * file.  Any thread; NC_TRACE_DROP sessions without a flush thread call it
  * to make room.  NC_TRACE_OVERWRITE sessions write at close only: 0.
- * 0 or NC_TRACE_EIO. */
+ * 0 or NC_TRACE_EIO (the first write error, errno its cause, at every
+ * call after it). */
 NC_API int nc_trace_flush(struct nc_trace *t);
 
 /* Stops the flush thread, writes everything (the partial blocks of threads
  * that did not end, with a last sync record each), the per-thread totals,
  * closes the file and frees the session and every buffer.  Call it when no
- * thread appends any more.  0 or the first error met while writing. */
+ * thread appends any more.  0 or the first error met while writing (errno
+ * its cause). */
 NC_API int nc_trace_close(struct nc_trace *t);
 
 /* Per-thread totals so far (any thread; approximate while it appends). */

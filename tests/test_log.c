@@ -14,6 +14,7 @@
 #include "child.h"
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -182,11 +183,61 @@ static void child_env_stderr(const char *arg)
 	CHECK(!strstr(out, "nanoclock: error:"));
 }
 
+/* NANOCLOCK_LOG's one rule, one fresh process per value: "stderr" logs at
+ * info; "stderr:LEVEL" at that level (error, warning, info, debug or 0-3);
+ * "stderr:" with anything else (a typo of a level) logs at info, its first
+ * line a warning naming the value; a value that does not name stderr logs
+ * nothing at all.  stderr:99, stderr:-1 and stderr:debug:junk logged at
+ * info silently, and stderrx logged, where the README said nothing. */
+struct log_rule {
+	const char *value;
+	int info, debug, warned; /* info lines?  debug lines?  the value named in a warning? */
+};
+static const struct log_rule log_rules[] = {
+	{"stderr", 1, 0, 0},	      {"stderr:debug", 1, 1, 0},     {"stderr:3", 1, 1, 0},
+	{"stderr:warning", 0, 0, 0},  {"stderr:1", 0, 0, 0},	     {"stderr:info", 1, 0, 0},
+	{"stderr:99", 1, 0, 1},	      {"stderr:-1", 1, 0, 1},	     {"stderr:debug:junk", 1, 0, 1},
+	{"stderr:", 1, 0, 1},	      {"stderrx", 0, 0, 0},	     {"STDERR", 0, 0, 0},
+	{"", 0, 0, 0},		      {"1", 0, 0, 0},
+};
+
+static void child_env_values(const char *arg)
+{
+	(void)arg;
+	for (size_t i = 0; i < sizeof(log_rules) / sizeof(log_rules[0]); i++) {
+		const struct log_rule *r = &log_rules[i];
+		fflush(NULL);
+		pid_t pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			setenv("NANOCLOCK_LOG", r->value, 1);
+			char out[8192];
+			capture_stderr(stderr_init, out, sizeof(out));
+			char named[64];
+			snprintf(named, sizeof(named), "nanoclock: warning: NANOCLOCK_LOG=%s:", r->value);
+			int info = strstr(out, "nanoclock: info: ") != NULL;
+			int debug = strstr(out, "nanoclock: debug: ") != NULL;
+			int warned = strncmp(out, named, strlen(named)) == 0;
+			if (info != r->info || debug != r->debug || warned != r->warned) {
+				fprintf(stderr, "case: NANOCLOCK_LOG='%s': info %d debug %d warned %d, want "
+					"%d %d %d; printed:\n%.300s\n", r->value, info, debug, warned,
+					r->info, r->debug, r->warned, out);
+				_exit(1);
+			}
+			_exit(0);
+		}
+		int st = 0;
+		CHECK(waitpid(pid, &st, 0) == pid);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+}
+
 static const struct child_case cases[] = {
 	{"silent_by_default", child_silent, NULL, NULL, NULL},
 	{"hook", child_hook, NULL, NULL, NULL},
 	{"warning_level", child_warning, NULL, NULL, "1k"},
 	{"env_stderr", child_env_stderr, NULL, NULL, NULL},
+	{"env_values", child_env_values, NULL, NULL, NULL},
 	{"reads_never_deliver", child_reads_never_deliver, NULL, NULL, NULL},
 };
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))

@@ -83,10 +83,16 @@ static void case_fifo_reader_quits(const char *arg)
 	CHECK(nc_trace_thread_start(t, "w", &b) == 0);
 	for (int i = 0; i < 2000; i++)
 		nc_trace_instant(b, 1, (uint64_t)i);
+	/* errno says why, at every return of the error (it was left at
+	 * whatever an earlier call had set: ENOENT) */
+	errno = ENOENT;
 	CHECK(nc_trace_flush(t) == NC_TRACE_EIO);
+	CHECK(errno == EPIPE);
 	CHECK(!sigpipe_pending());
 	nc_trace_thread_end(b);
+	errno = 0;
 	CHECK(nc_trace_close(t) == NC_TRACE_EIO);
+	CHECK(errno == EPIPE);
 	CHECK(!sigpipe_pending());
 	unlink(p);
 	free(p);
@@ -113,7 +119,9 @@ static void case_fifo_reader_quits_flusher(const char *arg)
 		nc_trace_instant(b, 1, (uint64_t)i);
 	sleep_ms(100); /* the flush thread writes the full blocks */
 	nc_trace_thread_end(b);
+	errno = 0;
 	CHECK(nc_trace_close(t) == NC_TRACE_EIO);
+	CHECK(errno == EPIPE);
 	CHECK(!sigpipe_pending());
 	unlink(p);
 	free(p);

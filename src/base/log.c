@@ -71,23 +71,29 @@ static void to_stderr(void *ctx, int level, const char *msg)
 	}
 }
 
-/* NANOCLOCK_LOG=stderr, stderr:debug, stderr:3 ...  secure_getenv: a
- * setuid program does not write where its caller's environment says.
- * Once, with nc__lib_lock held (initialisation, nc_set_log). */
+/* NANOCLOCK_LOG's one rule: "stderr" logs at info, "stderr:LEVEL" at
+ * LEVEL (error, warning, info, debug or 0-3); "stderr:" with anything else
+ * (a level mistyped) at info, the first report a warning naming the value;
+ * a value that names no destination this library knows logs nothing
+ * (there is nowhere to say so).  secure_getenv: a setuid program does not
+ * write where its caller's environment says.  Once, with nc__lib_lock held
+ * (initialisation, nc_set_log). */
 static void read_env(void)
 {
 	const char *v = secure_getenv("NANOCLOCK_LOG");
-	if (!v || strncmp(v, "stderr", 6) != 0 || reports.fn)
+	if (!v || reports.fn || (strcmp(v, "stderr") != 0 && strncmp(v, "stderr:", 7) != 0))
 		return;
-	int level = NC_LOG_INFO;
-	const char *l = v[6] == ':' ? v + 7 : "";
+	int level = v[6] ? -1 : NC_LOG_INFO;
 	static const char *const names[] = {"error", "warning", "info", "debug"};
-	for (int i = 0; i < 4; i++)
-		if (!strcmp(l, names[i]) || (l[0] == '0' + i && !l[1]))
+	for (int i = 0; i < 4 && v[6]; i++)
+		if (!strcmp(v + 7, names[i]) || (v[7] == '0' + i && !v[8]))
 			level = i;
 	reports.fn = to_stderr;
 	reports.ctx = NULL;
-	__atomic_store_n(&reports.level, level, __ATOMIC_RELEASE);
+	__atomic_store_n(&reports.level, level < 0 ? NC_LOG_INFO : level, __ATOMIC_RELEASE);
+	if (level < 0)
+		nc__log(NC_LOG_WARN, "NANOCLOCK_LOG=%.40s: not a level (error, warning, info, debug or "
+			"0-3): info used", v);
 }
 
 void nc__log_config(void) { pthread_once(&env_once, read_env); }

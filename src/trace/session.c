@@ -39,7 +39,8 @@ struct nc_trace {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int fd;
-	int err;                   /* the first write error */
+	int err;                   /* the first write error ... */
+	int err_errno;             /* ... and its errno, given back with it */
 	struct nc_trace_config cfg;
 	uint64_t period_ticks;     /* sync period in ticks, capped at 2^32 - 1 */
 	struct nc__trace_buf **bufs;
@@ -127,6 +128,7 @@ static int write_all(struct nc_trace *t, const void *p, size_t n)
 			continue;
 		if (w <= 0) {
 			t->err = NC_TRACE_EIO;
+			t->err_errno = w < 0 ? errno : EIO;
 			break;
 		}
 		s += w;
@@ -209,8 +211,10 @@ int nc_trace_flush(struct nc_trace *t)
 		return NC_EINVAL;
 	pthread_mutex_lock(&t->mu);
 	flush_locked(t);
-	int rc = t->err;
+	int rc = t->err, e = t->err_errno;
 	pthread_mutex_unlock(&t->mu);
+	if (rc)
+		errno = e;
 	return rc;
 }
 
@@ -504,7 +508,10 @@ static void write_end(struct nc_trace *t)
 	size_t n = NC__TR_END_HEAD + (size_t)t->nbufs * NC__TR_END_PER_THREAD;
 	unsigned char *r = calloc(1, n);
 	if (!r) {
-		t->err = t->err ? t->err : NC_TRACE_ENOMEM;
+		if (!t->err) {
+			t->err = NC_TRACE_ENOMEM;
+			t->err_errno = ENOMEM;
+		}
 		return;
 	}
 	rec_head(r, NC__TR_END, (uint32_t)n);
@@ -557,10 +564,12 @@ int nc_trace_close(struct nc_trace *t)
 		}
 	}
 	write_end(t);
-	int rc = t->err;
+	int rc = t->err, e = t->err_errno;
 	pthread_mutex_unlock(&t->mu);
-	if (close(t->fd) != 0 && rc == 0)
+	if (close(t->fd) != 0 && rc == 0) {
 		rc = NC_TRACE_EIO;
+		e = errno;
+	}
 	for (unsigned i = 0; i < t->nbufs; i++) {
 		free(t->bufs[i]->mem);
 		free(t->bufs[i]->state);
@@ -571,5 +580,7 @@ int nc_trace_close(struct nc_trace *t)
 	pthread_cond_destroy(&t->cv);
 	pthread_mutex_destroy(&t->mu);
 	free(t);
+	if (rc)
+		errno = e;
 	return rc;
 }

@@ -398,5 +398,24 @@ if run default ""; then
 	if [ "$n" -eq "$N" ]; then ok "default: all $N events"; else bad "default: $n events"; fi
 fi
 
+# ---- a plugin path that cannot be loaded: LTTng-UST falls back to its own
+# clock silently, so the session's clock is LTTng's, and `nanoclock info`
+# (where users look) says the path cannot be opened ----
+if run missing /nonexistent/liblttng-ust-clock-nanoclock.so; then
+	name=$(clock_field missing name)
+	[ "$name" = monotonic ] && ok "missing: a plugin path that does not exist gives LTTng's clock (silently)" ||
+		bad "missing: the clock is '$name'"
+fi
+line=$(LTTNG_UST_CLOCK_PLUGIN=/nonexistent/liblttng-ust-clock-nanoclock.so "./$B/nanoclock" info | grep '^lttng plugin')
+case $line in
+*"cannot be opened (No such file or directory)"*"its own clock"*) ok "missing: nanoclock info says so: $line" ;;
+*) bad "missing: nanoclock info says '$line'" ;;
+esac
+line=$(LTTNG_UST_CLOCK_PLUGIN=$PLUGIN "./$B/nanoclock" info | grep '^lttng plugin')
+case $line in
+*": a shared object"*) ok "the built plugin: nanoclock info finds it" ;;
+*) bad "the built plugin: nanoclock info says '$line'" ;;
+esac
+
 echo "$me: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

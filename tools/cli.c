@@ -18,11 +18,15 @@
 #include <nanoclock_shared.h>
 #include <nanoclock_sync.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
+#include <unistd.h>
 
 static void json_str(const char *s)
 {
@@ -146,6 +150,53 @@ static void shared_json(void)
 	json_str(st.sync_verdict >= 0 ? verdict_word(st.sync_verdict) : "none");
 	printf(", \"sync_max_shift_ns\": %.3f, \"sync_ncpus\": %u}", st.sync_max_shift_ns,
 	       st.sync_ncpus);
+}
+
+/* LTTNG_UST_CLOCK_PLUGIN, where it is set: LTTng-UST falls back to its own
+ * clock without a word when the file cannot be loaded, so the one place a
+ * user looks says it.  NULL: not set; else "" when the file is a shared
+ * object that can be read, or why not in why[]. */
+static const char *lttng_plugin(char *why, size_t len)
+{
+	const char *p = getenv("LTTNG_UST_CLOCK_PLUGIN");
+	if (!p)
+		return NULL;
+	why[0] = 0;
+	unsigned char m[4];
+	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	if (fd < 0)
+		snprintf(why, len, "cannot be opened (%s)", strerror(errno));
+	else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		snprintf(why, len, "not a regular file");
+	else if (read(fd, m, 4) != 4 || memcmp(m, "\177ELF", 4) != 0)
+		snprintf(why, len, "not a shared object (no ELF header)");
+	if (fd >= 0)
+		close(fd);
+	return p;
+}
+
+static void lttng_text(void)
+{
+	char why[160];
+	const char *p = lttng_plugin(why, sizeof(why));
+	if (p)
+		printf("lttng plugin   LTTNG_UST_CLOCK_PLUGIN=%s: %s%s\n", p, why[0] ? why : "a shared object",
+		       why[0] ? " — LTTng-UST stamps events with its own clock instead, without a word"
+			      : " (LTTng-UST loads it in each traced process)");
+}
+
+static void lttng_json(void)
+{
+	char why[160];
+	const char *p = lttng_plugin(why, sizeof(why));
+	if (!p)
+		return;
+	printf(",\n  \"lttng_plugin\": {\"path\": ");
+	json_str(p);
+	printf(", \"loadable\": %s, \"why\": ", why[0] ? "false" : "true");
+	json_str(why);
+	printf("}");
 }
 
 static void info_json(const struct nc_info *in, const struct nc_costs *c, const char *arch)
@@ -496,11 +547,13 @@ static int cmd_info(const struct nc_info_opts *io)
 	if (json) {
 		info_json(&in, &c, arch);
 		shared_json();
+		lttng_json();
 		printf(",\n  \"sync\": ");
 		sync_json(&sr, 1);
 		printf("\n}\n");
 	} else {
 		info_text(&in, &c, arch);
+		lttng_text();
 		printf("cross-CPU      %s", src ? "check could not run — " : "");
 		sync_line(&sr);
 	}

@@ -41,6 +41,8 @@ extern "C" {
 #define NC_ESYS (-5)        /* an OS call failed */
 #define NC_EBUSY (-6)       /* too late: the library is already initialised */
 #define NC_EOVERRIDE (-7)   /* NANOCLOCK_HZ contradicts measurement: refused */
+#define NC_ETIMEDOUT (-8)   /* the time given passed before the condition held */
+#define NC_EUNKNOWN (-9)    /* no honest bound on UTC here now (nc_get_utc_status says why) */
 
 NC_API const char *nc_strerror(int err);
 NC_API const char *nc_version(void); /* "0.2.0": the library actually linked */
@@ -115,8 +117,8 @@ NC_API int nc_set_log(nc_log_fn fn, void *ctx, int level);
  * step of the system clock since it was taken moves it with the step. */
 NC_API int64_t nc_ticks_to_unix_ns(uint64_t ticks);
 
-/* How far nc_unix_ns() may be from UTC: the kernel's own knowledge of
- * UTC (adjtimex) plus nanoclock's tie to CLOCK_REALTIME. */
+/* How far nc_unix_ns() may be from UTC: the kernel's view (adjtimex), the
+ * tie to CLOCK_REALTIME, and the bound nc_utc_now gives (below). */
 struct nc_unix_status {
 	int synchronised;         /* 1: the kernel's clock is synchronised (NTP/PTP);
 				     0: it says it is not; -1: cannot tell */
@@ -132,10 +134,11 @@ struct nc_unix_status {
 	double tie_halfwidth_ns;  /* half the bracket that tied the counter to CLOCK_REALTIME */
 	double tie_age_s;         /* time since that tie */
 	double tie_error_ns;      /* bound on |nc_unix_ns() - CLOCK_REALTIME| now */
-	double utc_error_ns;      /* bound on |nc_unix_ns() - UTC| now: the kernel's
-				     maximum error plus tie_error_ns; < 0: unknown */
+	double utc_error_ns;      /* bound on |nc_unix_ns() - UTC| now: nc_utc_now's
+				     half width (the source's bound, the tie, the drift
+				     since); < 0: unknown */
 	char why[128];            /* when unknown: why ("the system clock is not
-				     synchronised") */
+				     synchronised", "systemd-timesyncd writes ...") */
 	uint32_t steps;           /* system clock steps followed */
 	uint32_t refreshes;       /* ties made */
 };
@@ -158,6 +161,78 @@ NC_API int nc_unix_retie(void);
  * refresh.  nc_upkeep_stop() joins it.  0, or NC_ESYS. */
 NC_API int nc_upkeep_start(void);
 NC_API int nc_upkeep_stop(void);
+
+/* ---- Unix time with bounds: an interval that holds UTC ----------------------
+ * nc_utc_now(&u) reads the counter once and gives nc_unix_ns()'s value for
+ * that read (u.unix_ns) and an interval [u.earliest_ns, u.latest_ns] that
+ * contains true UTC whenever the machine's time source's own figures hold:
+ * the source's bound on CLOCK_REALTIME's error, nanoclock's tie to
+ * CLOCK_REALTIME, and both widened since they were taken at a stated
+ * maximum drift.  Inline, wait-free, no system call, safe in a signal
+ * handler after the first call (which chooses and asks the source: see
+ * nc_utc_start).  The source is the best one the machine has (chrony's
+ * command port, the kernel's adjtimex where its writer writes an honest
+ * bound; NANOCLOCK_UTC_SOURCE chooses), asked again at each refresh of the
+ * tie, never inside an inline read.  Where no honest bound exists the
+ * status says so and the interval is the whole line (INT64_MIN, INT64_MAX):
+ * "unknown" rather than a number nothing backs. */
+#define NC_UTC_UNKNOWN 0      /* no honest bound: [INT64_MIN, INT64_MAX] */
+#define NC_UTC_SYNCHRONISED 1 /* the source is synchronised; its figures are fresh */
+#define NC_UTC_FREE_RUNNING 2 /* the source's last good figures (as_of_ns), widened
+				 since at the stated drift: it stopped answering or lost
+				 its own sources; unknown past the horizon */
+#define NC_UTC_DISRUPTED 3    /* the source says the clock was disrupted (a VM moved):
+				 no bound until it is valid again */
+#define NC_UTC_SRC_NONE 0
+#define NC_UTC_SRC_ADJTIMEX 1 /* the kernel's maxerror and offset (adjtimex) */
+#define NC_UTC_SRC_CHRONY 2   /* chronyd's tracking report over its command port */
+struct nc_utc {
+	int64_t earliest_ns;  /* UTC is at or after this (Unix ns) ... */
+	int64_t latest_ns;    /* ... and at or before this */
+	int64_t unix_ns;      /* nc_unix_ns() for the same counter read: inside */
+	int64_t as_of_ns;     /* when the source's figures were last good (Unix ns;
+				 0: never) */
+	int32_t status;       /* NC_UTC_* */
+	int32_t source;       /* NC_UTC_SRC_* */
+};
+/* inline: int nc_utc_now(struct nc_utc *u);   fills *u, returns u->status
+ * inline: int nc_utc_order(const struct nc_utc *a, const struct nc_utc *b);
+ *   two stamps, perhaps taken on different machines: -1 when a was certainly
+ *   before b (a's latest < b's earliest), +1 when certainly after, 0 when
+ *   their intervals overlap (concurrent) or either is unknown or disrupted. */
+
+/* Choose the source and ask it now (else the first nc_utc_now does).  0,
+ * or NC_EUNKNOWN when no honest bound is to be had (nc_get_utc_status says
+ * why; reads say unknown, and the source is asked again at each refresh). */
+NC_API int nc_utc_start(void);
+/* Commit-wait: returns 0 once UTC is certainly past unix_ns (earliest_ns >
+ * unix_ns), sleeping meanwhile; NC_ETIMEDOUT after timeout_s seconds;
+ * NC_EUNKNOWN at once (and whenever it becomes so) where the bound is
+ * unknown or disrupted. */
+NC_API int nc_utc_wait_past(int64_t unix_ns, double timeout_s);
+NC_API const char *nc_utc_status_name(int status); /* "synchronised", ... */
+NC_API const char *nc_utc_source_name(int source); /* "chrony", "adjtimex", "none" */
+
+/* What the interval is made of, and why this source. */
+struct nc_utc_status {
+	int32_t status, source;
+	int64_t as_of_ns;          /* the source's last good figures (Unix ns) */
+	double age_s;              /* since they were taken */
+	double source_bound_ns;    /* the source's bound on |CLOCK_REALTIME - UTC| then */
+	double drift_ppm;          /* its growth since (the source's own figure, or
+				      NANOCLOCK_UTC_DRIFT_PPM) */
+	double tie_ns;             /* nanoclock's tie to CLOCK_REALTIME now (and a slew
+				      of the system clock the line may not follow yet) */
+	double half_width_ns;      /* the interval's half width now (-1: unknown):
+				      source_bound_ns + drift_ppm * age_s + tie_ns */
+	double fresh_s, horizon_s; /* synchronised while the figures are this young;
+				      unknown once they are this old */
+	char source_arg[128];      /* chrony's host:port, ... */
+	char why[256];             /* unknown or free-running: why */
+	char chosen[384];          /* how the source was chosen: each one looked at
+				      and why it was or was not used */
+};
+NC_API int nc_get_utc_status(struct nc_utc_status *st);
 
 /* Initialise when the program loads rather than at the first call: write
  * NC_INIT_AT_LOAD() once, at file scope, in one source file of the

@@ -88,6 +88,29 @@ struct nc_impl_state {
 	struct nc_impl_conv conv;
 } __attribute__((aligned(64)));
 
+/* nc_utc_now's latch (a global of its own, nc_impl_utc_g: adding it left
+ * nc_impl_state as it was).  A copy holds nc_unix_ns's epoch and the bound
+ * on UTC for counter values in it: a half width of err0 + slope * (t -
+ * as_of_tick) ns, the slope as 16.48 fixed point ns per tick; the status
+ * stays as given until fresh_len ticks past as_of_tick, synchronised turns
+ * free-running after that, and anything known turns unknown after
+ * horizon_len. */
+struct nc_impl_utc_copy {
+	struct nc_impl_copy line; /* nc_unix_ns's epoch (len 0: not read inline) */
+	uint64_t as_of_tick;      /* the counter value err0 holds at */
+	uint64_t err0;            /* ns */
+	uint64_t slope;           /* ns per tick, in units of 2^-48 */
+	uint64_t fresh_len, horizon_len; /* ticks past as_of_tick */
+	int64_t as_of_ns;         /* the source's figures' time (Unix ns) */
+	uint64_t status_source;   /* NC_UTC_* | NC_UTC_SRC_* << 32 */
+	uint64_t reserved[2];
+};
+struct nc_impl_utc {
+	uint64_t seq; /* bit 0: the copy readers use */
+	uint64_t reserved;
+	struct nc_impl_utc_copy copy[2];
+} __attribute__((aligned(64)));
+
 #ifdef __cplusplus
 #define NC_IMPL_STATIC_ASSERT(c, m) static_assert(c, m)
 #else
@@ -103,8 +126,12 @@ NC_IMPL_STATIC_ASSERT(__builtin_offsetof(struct nc_impl_state, wall) == 128 &&
 			      __builtin_offsetof(struct nc_impl_copy, mul_frac) == 40 &&
 			      __builtin_offsetof(struct nc_impl_conv, copy) == 16,
 		      "nanoclock ABI: field offsets");
+NC_IMPL_STATIC_ASSERT(sizeof(struct nc_impl_utc_copy) == 128 && sizeof(struct nc_impl_utc) == 320 &&
+			      __builtin_offsetof(struct nc_impl_utc, copy) == 16,
+		      "nanoclock ABI: the UTC latch's layout");
 
 NC_API extern struct nc_impl_state nc_impl_g;
+NC_API extern struct nc_impl_utc nc_impl_utc_g;
 
 /* Out-of-line paths: first use, a refresh due, a rewrite in progress, a
  * counter not read inline. */
@@ -112,6 +139,7 @@ NC_API uint64_t nc_impl_ticks_slow(int how); /* 0 unordered, 1 begin, 2 end */
 NC_API uint64_t nc_impl_now_slow(void);
 NC_API int64_t nc_impl_unix_slow(void);
 NC_API uint64_t nc_impl_ticks_to_ns_slow(uint64_t ticks);
+NC_API int nc_impl_utc_slow(struct nc_utc *u);
 
 #define NC_IMPL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define NC_IMPL_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -398,6 +426,74 @@ static inline int64_t nc_unix_ns(void)
 	if (NC_IMPL_LIKELY(nc_impl_read(&nc_impl_g.wall, &v)))
 		return (int64_t)v;
 	return nc_impl_unix_slow();
+}
+
+/* The interval for counter value t from a copy's bound fields (read
+ * already): shared by the inline read and the library's. */
+static inline int nc_impl_utc_fill(struct nc_utc *u, uint64_t v, uint64_t t, uint64_t at,
+				   uint64_t err0, uint64_t slope, uint64_t fresh, uint64_t hor,
+				   int64_t as_of, uint64_t ss)
+{
+	uint64_t dt = t - at, lo;
+	if ((int64_t)dt < 0) /* another CPU's counter a little behind */
+		dt = 0;
+	int32_t st = (int32_t)(uint32_t)ss;
+	if (dt > fresh && st == NC_UTC_SYNCHRONISED)
+		st = NC_UTC_FREE_RUNNING;
+	if (dt > hor && st != NC_UTC_DISRUPTED)
+		st = NC_UTC_UNKNOWN;
+	u->unix_ns = (int64_t)v;
+	u->as_of_ns = as_of;
+	u->status = st;
+	u->source = (int32_t)(ss >> 32);
+	if (NC_IMPL_LIKELY(st == NC_UTC_SYNCHRONISED || st == NC_UTC_FREE_RUNNING)) {
+		uint64_t hi = nc_impl_mulhi(dt, slope, &lo);
+		uint64_t e = err0 + (hi << 16 | lo >> 48);
+		u->earliest_ns = (int64_t)(v - e);
+		u->latest_ns = (int64_t)(v + e);
+	} else {
+		u->earliest_ns = INT64_MIN;
+		u->latest_ns = INT64_MAX;
+	}
+	return st;
+}
+
+/* One counter read, the epoch and the bound from copy 0 of one latch, as
+ * nc_impl_read; anything else (the first call, a write under way, a
+ * counter value past the epoch) goes to the library, which never waits. */
+static inline int nc_utc_now(struct nc_utc *u)
+{
+	const struct nc_impl_utc_copy *c = &nc_impl_utc_g.copy[0];
+	uint64_t t, lo;
+	if (NC_IMPL_UNLIKELY(!nc_impl_after(&c->line.kind, &t)))
+		return nc_impl_utc_slow(u);
+	uint64_t s = __atomic_load_n(&nc_impl_utc_g.seq, __ATOMIC_ACQUIRE);
+	uint64_t t0 = NC_IMPL_LD(c->line.t0), len = NC_IMPL_LD(c->line.len), c0 = NC_IMPL_LD(c->line.c0);
+	uint64_t mi = NC_IMPL_LD(c->line.mul_int), mf = NC_IMPL_LD(c->line.mul_frac);
+	uint64_t at = NC_IMPL_LD(c->as_of_tick), err0 = NC_IMPL_LD(c->err0), sl = NC_IMPL_LD(c->slope);
+	uint64_t fresh = NC_IMPL_LD(c->fresh_len), hor = NC_IMPL_LD(c->horizon_len);
+	int64_t as_of = NC_IMPL_LD(c->as_of_ns);
+	uint64_t ss = NC_IMPL_LD(c->status_source);
+	NC_IMPL_RFENCE(); /* pairs with the writer's release fence after it changed seq */
+	if (NC_IMPL_UNLIKELY((s & 1) | (s ^ NC_IMPL_LD(nc_impl_utc_g.seq))))
+		return nc_impl_utc_slow(u);
+	if (NC_IMPL_UNLIKELY(t - t0 >= len))
+		return nc_impl_utc_slow(u);
+	uint64_t v = c0 + nc_impl_mulhi(t, mf, &lo);
+	if (NC_IMPL_UNLIKELY(mi != 0))
+		v += t * mi;
+	return nc_impl_utc_fill(u, v, t, at, err0, sl, fresh, hor, as_of, ss);
+}
+
+static inline int nc_utc_order(const struct nc_utc *a, const struct nc_utc *b)
+{
+	int known = (a->status == NC_UTC_SYNCHRONISED || a->status == NC_UTC_FREE_RUNNING) &&
+		    (b->status == NC_UTC_SYNCHRONISED || b->status == NC_UTC_FREE_RUNNING);
+	if (known && a->latest_ns < b->earliest_ns)
+		return -1;
+	if (known && b->latest_ns < a->earliest_ns)
+		return 1;
+	return 0;
 }
 
 static inline uint64_t nc_conv_ticks_to_ns(const nc_conv_t *c, uint64_t ticks)

@@ -16,11 +16,14 @@
 #include "counter/counter.h"
 #include "rate/rate.h"
 #include "shared/shared.h"
+#include "utc/utc.h"
 
 #include "nanoclock_info.h"
 #include "nanoclock_shared.h"
 
+#include <errno.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- reads ---- */
 uint64_t nc_impl_now_slow(void)
@@ -35,6 +38,20 @@ int64_t nc_impl_unix_slow(void)
 	nc__ensure_init();
 	nc__slow_calls++;
 	return (int64_t)nc__timeline_read(&nc__wall_timeline);
+}
+
+/* The first call chooses and asks the source (under the lock, as a first
+ * call initialises); later ones only read, never wait. */
+int nc_impl_utc_slow(struct nc_utc *u)
+{
+	nc__ensure_init();
+	nc__slow_calls++;
+	if (!nc__utc_started()) {
+		nc__lock();
+		nc__utc_start(nc__init_config());
+		nc__unlock();
+	}
+	return nc__utc_read(u);
 }
 
 uint64_t nc_impl_ticks_slow(int how)
@@ -165,8 +182,88 @@ int nc_get_unix_status(struct nc_unix_status *st)
 	nc__wall_status(st, &k, &have_k);
 	nc__unlock();
 	nc__utc_decode(&k, have_k, st->tie_error_ns, st);
+	/* the error from UTC is the bound nc_utc_now gives: what the machine's
+	 * source really knows, not the kernel's maxerror alone (timesyncd
+	 * writes 0 there while milliseconds remain to be slewed) */
+	struct nc_utc u;
+	int ust = nc_utc_now(&u);
+	if (ust == NC_UTC_SYNCHRONISED || ust == NC_UTC_FREE_RUNNING) {
+		st->utc_error_ns = (double)(u.latest_ns - u.unix_ns);
+		st->why[0] = 0;
+	} else {
+		struct nc_utc_status us;
+		nc__lock();
+		nc__utc_status(&us);
+		nc__unlock();
+		st->utc_error_ns = -1;
+		nc__copy(st->why, sizeof(st->why), us.why);
+	}
 	nc__leave();
 	return 0;
+}
+
+/* ---- UTC bounds ---- */
+int nc_utc_start(void)
+{
+	nc__enter();
+	nc__lock();
+	int rc = nc__utc_start(nc__init_config());
+	nc__unlock();
+	nc__leave();
+	return rc;
+}
+
+int nc_get_utc_status(struct nc_utc_status *st)
+{
+	if (!st)
+		return NC_EINVAL;
+	nc__enter();
+	struct nc_utc r;
+	(void)nc_utc_now(&r); /* starts it, and refreshes a stale tie as a reader would */
+	nc__lock();
+	nc__utc_status(st);
+	nc__unlock();
+	nc__leave();
+	return 0;
+}
+
+const char *nc_utc_status_name(int status)
+{
+	static const char *const names[] = {"unknown", "synchronised", "free-running", "disrupted"};
+	return status >= 0 && status <= 3 ? names[status] : "?";
+}
+
+const char *nc_utc_source_name(int source)
+{
+	static const char *const names[] = {"none", "adjtimex", "chrony"};
+	return source >= 0 && source <= 2 ? names[source] : "?";
+}
+
+/* Sleeps in steps no longer than what is left: earliest_ns advances at
+ * about the clock's rate less the bound's growth, so the wait ends within
+ * a few steps of the moment the condition holds. */
+int nc_utc_wait_past(int64_t unix_ns, double timeout_s)
+{
+	if (!(timeout_s >= 0))
+		return NC_EINVAL;
+	uint64_t end = nc_now_ns() + (timeout_s > 1e9 ? (uint64_t)1e18 : (uint64_t)(timeout_s * 1e9));
+	for (;;) {
+		struct nc_utc u;
+		int st = nc_utc_now(&u);
+		if (st != NC_UTC_SYNCHRONISED && st != NC_UTC_FREE_RUNNING)
+			return NC_EUNKNOWN;
+		if (u.earliest_ns > unix_ns)
+			return 0;
+		uint64_t now = nc_now_ns();
+		if (now >= end)
+			return NC_ETIMEDOUT;
+		uint64_t left = (uint64_t)(unix_ns - u.earliest_ns) + 1;
+		if (left > end - now)
+			left = end - now;
+		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+		}
+	}
 }
 
 int nc_upkeep_start(void)

@@ -68,13 +68,19 @@ static const char *jtri(int v) { return v == 1 ? "true" : v == 0 ? "false" : "nu
 /* tie_error_ns is the bound on |nc_unix_ns() - CLOCK_REALTIME| now (the
  * tie's half-width, its age's drift, a correction being slewed): said as
  * such, apart from the last tie's own half-width (info's next line). */
+/* The bound on UTC in one line: the interval and what it rests on, or why
+ * there is none. */
 static void utc_error_text(const struct nc_unix_status *st, char *buf, size_t len)
 {
+	struct nc_utc_status us;
+	nc_get_utc_status(&us);
 	if (st->utc_error_ns >= 0)
 		snprintf(buf, len,
-			 "±%.3f ms from UTC (kernel max error %.0f us + nc_unix_ns within ±%.0f ns "
-			 "of the system clock now)",
-			 st->utc_error_ns / 1e6, st->kernel_max_error_us, st->tie_error_ns);
+			 "±%.3f ms from UTC (%s%s%s, %s: its bound %.3f ms, the tie %.0f ns, %.3g ppm "
+			 "since its figures %.1f s ago; nc_unix_ns within ±%.0f ns of the system clock)",
+			 st->utc_error_ns / 1e6, nc_utc_source_name(us.source), us.source_arg[0] ? " " : "",
+			 us.source_arg, nc_utc_status_name(us.status), us.source_bound_ns / 1e6, us.tie_ns,
+			 us.drift_ppm, us.age_s, st->tie_error_ns);
 	else
 		snprintf(buf, len,
 			 "error from UTC unknown: %s (nc_unix_ns within ±%.0f ns of the system clock "
@@ -284,6 +290,23 @@ static void info_json(const struct nc_info *in, const struct nc_costs *c, const 
 	printf(",\n  \"unix_refresh_ms\": %.3f,\n  \"upkeep_running\": %s,\n  \"upkeep_note\": ",
 	       in->unix_refresh_ms, in->upkeep_running ? "true" : "false");
 	json_str(in->upkeep_note);
+	struct nc_utc_status us;
+	nc_get_utc_status(&us);
+	printf(",\n  \"utc\": {\"source\": \"%s\", \"status\": \"%s\", \"where\": ",
+	       nc_utc_source_name(us.source), nc_utc_status_name(us.status));
+	json_str(us.source_arg);
+	if (us.half_width_ns >= 0)
+		printf(", \"half_width_ns\": %.0f", us.half_width_ns);
+	else
+		printf(", \"half_width_ns\": null");
+	printf(", \"source_bound_ns\": %.0f, \"tie_ns\": %.0f, \"drift_ppm\": %.4g, \"age_s\": %.3f, "
+	       "\"as_of_ns\": %lld, \"fresh_s\": %.0f, \"horizon_s\": %.0f, \"why\": ",
+	       us.source_bound_ns, us.tie_ns, us.drift_ppm, us.age_s, (long long)us.as_of_ns, us.fresh_s,
+	       us.horizon_s);
+	json_str(us.why);
+	printf(", \"chosen\": ");
+	json_str(us.chosen);
+	printf("}");
 	printf(",\n  \"env_ignored\": ");
 	json_str(in->env_ignored);
 	printf(",\n");
@@ -360,7 +383,7 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 		       tri(k->cpuid_hypervisor), k->hypervisor[0] ? " " : "", k->hypervisor);
 	printf("cpuinfo flags  %s\n", k->cpuinfo_tsc_flags[0] ? k->cpuinfo_tsc_flags : "(none)");
 	const struct nc_unix_status *st = &in->unix_status;
-	char err[256];
+	char err[512];
 	utc_error_text(st, err, sizeof(err));
 	printf("unix time      %s\n", err);
 	printf("               last tie to CLOCK_REALTIME: ±%.0f ns (half its bracket), %.3f s old; "
@@ -377,6 +400,12 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 		       st->leap_pending > 0 ? ", leap second to insert"
 		       : st->leap_pending < 0 ? ", leap second to delete" : "",
 		       st->kernel_freq_ppm);
+	struct nc_utc_status us;
+	nc_get_utc_status(&us);
+	printf("utc source     %s%s%s: %s; fresh for %.0f s, unknown after %.0f s\n",
+	       nc_utc_source_name(us.source), us.source_arg[0] ? " " : "", us.source_arg,
+	       nc_utc_status_name(us.status), us.fresh_s, us.horizon_s);
+	printf("               chosen: %s\n", us.chosen);
 	const struct nc_events *ev = &in->events;
 	printf("events         %u suspends (%.3f s), %u counter jumps, %u rate changes, %u counter "
 	       "stops\n",
@@ -387,7 +416,9 @@ static int cmd_now(const struct nc_now_opts *o)
 {
 	int mode = o->mode;
 	int rc = nc_init();
-	int64_t u = nc_unix_ns();
+	struct nc_utc b;
+	nc_utc_now(&b);
+	int64_t u = b.unix_ns;
 	uint64_t mono = nc_now_ns();
 	struct nc_unix_status st;
 	nc_get_unix_status(&st);
@@ -403,7 +434,7 @@ static int cmd_now(const struct nc_now_opts *o)
 		size_t l = strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%S", &tm);
 		snprintf(iso + l, sizeof(iso) - l, ".%09ldZ", ns);
 	}
-	char err[256];
+	char err[512];
 	utc_error_text(&st, err, sizeof(err));
 	if (mode == 1) {
 		printf("%lld.%09ld\n", (long long)secs, ns);
@@ -414,6 +445,18 @@ static int cmd_now(const struct nc_now_opts *o)
 		       "  \"counter\": ",
 		       (long long)u, iso, (unsigned long long)mono);
 		json_str(nc_counter_name());
+		int known = b.status == NC_UTC_SYNCHRONISED || b.status == NC_UTC_FREE_RUNNING;
+		if (known)
+			printf(",\n  \"earliest_ns\": %lld,\n  \"latest_ns\": %lld", (long long)b.earliest_ns,
+			       (long long)b.latest_ns);
+		else
+			printf(",\n  \"earliest_ns\": null,\n  \"latest_ns\": null");
+		printf(",\n  \"utc_source\": \"%s\",\n  \"utc_status\": \"%s\",\n  \"utc_as_of\": ",
+		       nc_utc_source_name(b.source), nc_utc_status_name(b.status));
+		if (b.as_of_ns)
+			printf("%lld", (long long)b.as_of_ns);
+		else
+			printf("null");
 		printf(",\n  \"init_status\": %d,\n  \"status\": ", rc);
 		unix_status_json(&st, "  ");
 		printf("\n}\n");

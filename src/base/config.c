@@ -153,7 +153,9 @@ void nc__config_read(struct nc__config *c, double app_ppm, double app_ms)
 	static const char *const names[] = {"NANOCLOCK_COUNTER",      "NANOCLOCK_HZ",
 					    "NANOCLOCK_HZ_FORCE",     "NANOCLOCK_CALIB_PPM",
 					    "NANOCLOCK_CALIB_MAX_MS", "NANOCLOCK_UNIX_REFRESH_MS",
-					    "NANOCLOCK_LOG",          "NANOCLOCK_SHARED"};
+					    "NANOCLOCK_LOG",          "NANOCLOCK_SHARED",
+					    "NANOCLOCK_UTC_SOURCE",   "NANOCLOCK_UTC_DRIFT_PPM",
+					    "NANOCLOCK_UTC_HORIZON_S"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (getenv(names[i]) && !secure_getenv(names[i])) {
 			size_t l = strlen(c->ignored);
@@ -226,6 +228,48 @@ void nc__config_read_from(struct nc__config *c, double app_ppm, double app_ms,
 		} else {
 			nc__copy(c->shared_path, sizeof(c->shared_path), v);
 		}
+	}
+	/* NANOCLOCK_UTC_SOURCE=auto|off|adjtimex|chrony[:HOST:PORT]: a name this
+	 * library knows, and for chrony an address (checked when used) */
+	nc__copy(c->utc_source, sizeof(c->utc_source), "auto");
+	c->utc_drift_ppm = 15;
+	c->utc_horizon_s = 1024;
+	v = get("NANOCLOCK_UTC_SOURCE", ctx);
+	if (v) {
+		static const char *const names[] = {"auto", "off", "adjtimex", "chrony"};
+		const char *colon = strchr(v, ':');
+		size_t nl = colon ? (size_t)(colon - v) : strlen(v);
+		int known = 0;
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			known |= strlen(names[i]) == nl && strncmp(v, names[i], nl) == 0;
+		int takes_arg = nl == 6 && strncmp(v, "chrony", 6) == 0;
+		if (!known || (colon && !takes_arg) || (colon && strlen(colon + 1) >= sizeof(c->utc_arg)) ||
+		    (colon && !colon[1])) {
+			snprintf(c->utc_why, sizeof(c->utc_why),
+				 "NANOCLOCK_UTC_SOURCE refused (auto used): '%s' is not auto, off, adjtimex "
+				 "or chrony[:HOST:PORT]", nc__quote(v, q, sizeof(q)));
+		} else {
+			memcpy(c->utc_source, v, nl);
+			c->utc_source[nl] = 0;
+			if (colon)
+				nc__copy(c->utc_arg, sizeof(c->utc_arg), colon + 1);
+		}
+	}
+	v = get("NANOCLOCK_UTC_DRIFT_PPM", ctx);
+	if (v) {
+		if (nc__parse_positive(v, 0.001, 100000, &x, why, sizeof(why)) == 0)
+			c->utc_drift_ppm = x;
+		else if (!c->utc_why[0])
+			snprintf(c->utc_why, sizeof(c->utc_why),
+				 "NANOCLOCK_UTC_DRIFT_PPM refused (15 used): %.90s", why);
+	}
+	v = get("NANOCLOCK_UTC_HORIZON_S", ctx);
+	if (v) {
+		if (nc__parse_positive(v, 1, 1e6, &x, why, sizeof(why)) == 0)
+			c->utc_horizon_s = x;
+		else if (!c->utc_why[0])
+			snprintf(c->utc_why, sizeof(c->utc_why),
+				 "NANOCLOCK_UTC_HORIZON_S refused (1024 used): %.90s", why);
 	}
 	v = get("NANOCLOCK_UNIX_REFRESH_MS", ctx);
 	if (v) {

@@ -12,6 +12,8 @@ const char *nc_strerror(int err)
 	case NC_ESYS: return "system call failed";
 	case NC_EBUSY: return "too late: nanoclock is already initialised";
 	case NC_EOVERRIDE: return "NANOCLOCK_HZ contradicts measurement: refused";
+	case NC_ETIMEDOUT: return "the time given passed first";
+	case NC_EUNKNOWN: return "no honest bound on UTC here now";
 	default: return "unknown error";
 	}
 }

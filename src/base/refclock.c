@@ -36,9 +36,8 @@ static int64_t os_boot(void) { return nc__clock_ns(CLOCK_BOOTTIME); }
 
 /* adjtimex's reads need no privilege.  ADJ_OFFSET_SS_READ reads every
  * field as modes 0 does, except that offset is what adjtime() has left to
- * slew; only while the kernel's PLL runs is its own offset read too (a
- * second call).  Each call costs a system call (~0.3 us in a VM): a tie
- * makes one. */
+ * slew; the kernel's own offset is read by a second call.  Each costs a
+ * system call (~0.3 us in a VM): a tie makes two. */
 static int os_kclock(struct nc__kclock *k)
 {
 	static long clk_tck; /* constant: read once (a race writes the same value) */
@@ -62,17 +61,25 @@ static int os_kclock(struct nc__kclock *k)
 	}
 	k->tick_nominal_us = hz > 0 ? 1000000 / hz : 10000;
 	k->adjtime_active = tx.offset != 0;
+	k->adjtime_left_ns = (double)(tx.offset < 0 ? -tx.offset : tx.offset) * 1e3;
+	k->pll_offset_ns = 0;
 	k->pll_ppm = 0;
-	if (tx.status & STA_PLL) {
-		/* The PLL moves the rate by offset / 2^(SHIFT_PLL + constant) ns
-		 * per second, SHIFT_PLL = 2 (kernel/time/ntp.c); offset is in us
-		 * unless STA_NANO. */
-		struct timex px = {0};
-		if (adjtimex(&px) >= 0 && px.offset != 0) {
-			double off_ns = (double)px.offset * ((px.status & STA_NANO) ? 1 : 1000);
-			long sh = 2 + (px.constant > 0 && px.constant < 20 ? px.constant : 0);
-			k->pll_ppm = (off_ns < 0 ? -off_ns : off_ns) / (double)(1L << sh) / 1e3;
-		}
+	/* The offset the kernel's PLL has still to slew (a second call: modes
+	 * 0 reads it).  Read whatever the status says: an offset left when
+	 * STA_PLL was cleared is slewed all the same (second_overflow applies
+	 * it unconditionally; a test left 0.5 ms of it behind and the clock
+	 * ran 140 ppm off what the tie assumed).  The kernel moves the rate by
+	 * offset / 2^(SHIFT_PLL + constant) per second, SHIFT_PLL = 2
+	 * (kernel/time/ntp.c), the whole offset with a PPS signal in use;
+	 * offset is in us unless STA_NANO. */
+	struct timex px = {0};
+	if (adjtimex(&px) >= 0 && px.offset != 0) {
+		double off_ns = (double)px.offset * ((px.status & STA_NANO) ? 1 : 1000);
+		off_ns = off_ns < 0 ? -off_ns : off_ns;
+		k->pll_offset_ns = off_ns;
+		long sh = 2 + (px.constant > 0 && px.constant < 20 ? px.constant : 0);
+		int pps = (px.status & STA_PPSTIME) && (px.status & STA_PPSSIGNAL);
+		k->pll_ppm = (pps ? off_ns : off_ns / (double)(1L << sh)) / 1e3;
 	}
 	return 0;
 }

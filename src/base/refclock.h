@@ -15,6 +15,8 @@ struct nc__kclock { /* what adjtimex() says */
 	double pll_ppm;  /* the most the kernel's phase-locked loop may move the
 			    rate over the next second (0 when it is idle) */
 	int adjtime_active; /* an adjtime() slew (500 ppm) is in progress */
+	double pll_offset_ns;  /* the offset the kernel's PLL has still to slew (|offset|) */
+	double adjtime_left_ns; /* what adjtime() has still to slew (|offset|) */
 };
 /* The system clock's rate against CLOCK_MONOTONIC_RAW that adjtimex states:
  * freq and tick, in ppm. */

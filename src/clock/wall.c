@@ -74,6 +74,8 @@ static struct {
 	int have_k;          /* adjtimex answered at the tie ... */
 	struct nc__kclock k; /* ... and said this */
 	uint32_t steps, refreshes;
+	uint64_t tie_tick;   /* the latest tie's counter value (a set's too) */
+	double prev_kslew_ppm; /* the kernel's slew at the tie before the latest */
 	int64_t lead_ns;     /* how far ahead of CLOCK_REALTIME the line may be until
 				the next tie; also read without the lock (atomic) */
 } wall = {.period_ns = 1e9};
@@ -206,10 +208,12 @@ static void record(const struct tie *ti, double rate, double rate_ppm, double er
 		wall.a_mono = ti->b.ref;
 		wall.rate = rate;
 		wall.rate_ppm = rate_ppm;
+		wall.prev_kslew_ppm = kernel_slew_ppm(&wall.k, wall.have_k);
 		wall.have_k = ti->have_k;
 		wall.k = ti->k;
 	}
 	wall.have = 1;
+	wall.tie_tick = ti->b.mid;
 	wall.off = ti->off;
 	wall.hw_ns = ti->hw;
 	wall.tie_raw = nc__mono_raw_ns();
@@ -278,6 +282,8 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 		e.span = ((int64_t)(t - e.t0) > 0 ? t - e.t0 : 0) + span;
 		publish(&e);
 		nc__log(NC_LOG_DEBUG, "tie to the system clock skipped: bracket +-%.0f ns", ti.hw);
+		if (nc__wall_listener)
+			nc__wall_listener(why == WHY_PERIOD);
 		return;
 	} else if (step) {
 		/* follow the system clock's step: from the tie, at its rate */
@@ -331,6 +337,8 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 	 * already run at its new rate since) */
 	double left = (double)(int64_t)((uint64_t)ti.real_at_mid - nc__epoch_value(&e, ti.b.mid));
 	record(&ti, rate, rate_ppm, left, why);
+	if (nc__wall_listener)
+		nc__wall_listener(why == WHY_PERIOD);
 	nc__log(NC_LOG_DEBUG, "Unix time tied: +-%.0f ns, %+.0f ns to slew in (%+.0f from the old "
 		"line), CLOCK_MONOTONIC %+.3f ppm from the counter's rate (+-%.3f)", ti.hw, left, err,
 		(rate / ns_tick - 1) * 1e6, rate_ppm);
@@ -393,6 +401,27 @@ void nc__wall_retie(void)
 	nc__line_read(&nc_impl_g.wall, &old, &kind);
 	uint64_t t = nc__timeline_counter(&nc__wall_timeline, kind);
 	wall_update(&old, t, WHY_SET);
+}
+
+void (*nc__wall_listener)(int period);
+
+void nc__wall_tie(struct nc__wall_tie *t)
+{
+	nc__latch_read_line(&nc_impl_g.wall, &t->line);
+	t->tick = wall.tie_tick;
+	t->ns_per_tick = 1e9 / nc__rate_true_hz();
+	/* as nc__wall_status's model: the brackets, the correction being
+	 * slewed in, and the followed rate's uncertainty and the kernel's
+	 * slew over the tie's age */
+	t->err0_ns = wall.hw_ns + fabs(wall.err_ns);
+	/* the kernel applies its PLL's offset in one-second chunks: for up to
+	 * a second after a daemon replaced the offset, the chunk of the old
+	 * one may still run, which adjtimex does not show: the previous tie's
+	 * slew stands in for it where it was the larger */
+	double ks = kernel_slew_ppm(&wall.k, wall.have_k);
+	t->ppm = wall.rate_ppm + (wall.prev_kslew_ppm > ks ? wall.prev_kslew_ppm : ks);
+	t->have_k = wall.have_k;
+	t->k = wall.k;
 }
 
 void nc__wall_status(struct nc_unix_status *st, struct nc__kclock *k, int *have_k)

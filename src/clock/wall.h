@@ -22,4 +22,23 @@ NC_HIDDEN void nc__wall_status(struct nc_unix_status *st, struct nc__kclock *k, 
 /* readable without the lock */
 NC_HIDDEN uint32_t nc__wall_steps(void);
 
+/* The tie as a bound on |nc_unix_ns - CLOCK_REALTIME| that grows with the
+ * counter: at most err0_ns + ns_per_tick * ppm * 1e-6 * (t - tick) for a
+ * counter value t at or after tick, until the next tie (which republishes)
+ * — the model nc_get_unix_status states, without its look at
+ * CLOCK_REALTIME now.  With the epoch readers use now (nc__lib_lock held). */
+struct nc__wall_tie {
+	struct nc_impl_copy line; /* the epoch as the fast path reads it */
+	uint64_t tick;            /* the tie's counter value */
+	double err0_ns, ppm, ns_per_tick;
+	int have_k;               /* adjtimex as read at the tie */
+	struct nc__kclock k;
+};
+NC_HIDDEN void nc__wall_tie(struct nc__wall_tie *t);
+/* Called (nc__lib_lock held) after every new epoch of Unix time, period 1
+ * when a period's tie made it: the UTC bound is republished with it (set
+ * by src/utc/ when it starts; a pointer, so that the clocks call nothing
+ * above them). */
+NC_HIDDEN extern void (*nc__wall_listener)(int period);
+
 #endif

@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The bound on UTC that nc_utc_now reads: chosen source, asked at each
+ * period's tie of nc_unix_ns, published beside the tie's epoch.
+ *
+ * The interval is nc_unix_ns's value for the read plus or minus
+ *   tie:    |line - CLOCK_REALTIME| as the tie states it (its brackets, the
+ *           correction being slewed in, the followed rate's uncertainty and
+ *           the kernel's slew over the tie's age: wall.c's model);
+ *   source: the source's bound on |CLOCK_REALTIME - UTC| when it answered,
+ *           the correction it is still slewing in included;
+ *   slew:   the line follows the clock's rate a period late: a slew that
+ *           stops leaves the line past the clock by up to what the period
+ *           before slewed, at most the previous answer's correction; where
+ *           that is the larger it stands in for this answer's (a slew that
+ *           starts moves the clock toward UTC while the line keeps the old
+ *           offset: the source's bound holds for it);
+ *   drift:  both grown since at the source's stated drift (or
+ *           NANOCLOCK_UTC_DRIFT_PPM's) plus the tie's rate uncertainty.
+ * Linear in the counter, so the fast path computes it from one latch copy
+ * (nanoclock_impl.h) with a multiply.  The source's figures stay good for
+ * fresh_s after they were asked for (synchronised), then the read says
+ * free-running; past horizon_s it says unknown.  An answer without a bound
+ * (the source lost its own, or refused: a bad reply) keeps the last good
+ * figures and makes them free-running at once: never a stale figure called
+ * fresh, never a narrower interval.
+ *
+ * State guarded by nc__lib_lock; `started` is also read without it.
+ */
+#include "utc.h"
+#include "../base/fmt.h"
+#include "../base/latch.h"
+#include "../base/lock.h"
+#include "../base/log.h"
+#include "../clock/timeline.h"
+#include "../clock/wall.h"
+#include "../counter/counter.h"
+
+#include <math.h>
+#include <string.h>
+
+struct nc_impl_utc nc_impl_utc_g;
+
+#define CHRONY_WAIT_MS 50.0  /* the first question's wait (loopback answers in ~0.1 ms) */
+#define RETRY_CHRONY_S 64.0  /* auto without chrony: asked again this often */
+
+/* Guarded by nc__lib_lock. */
+static struct {
+	int started;                        /* also read without the lock (atomic) */
+	const struct nc__utc_source *src;   /* NULL: none */
+	int is_auto;
+	int have_good;                      /* good: the last figures with a bound */
+	struct nc__utc_fix good;
+	int lost;                           /* answers since have had no bound */
+	char last_why[200];                 /* the latest answer's or failure's reason */
+	double prev_slew_ns;                /* the figures before good's slew */
+	double drift_default, horizon_s, fresh_s;
+	int64_t retry_raw;                  /* auto: when chrony is asked again */
+	int chrony_probe;                   /* auto: a request to chrony is out */
+	char chosen[384];
+} u;
+
+static void say(char *buf, size_t len, const char *fmt, const char *a, const char *b)
+{
+	size_t l = strlen(buf);
+	nc__fmt(buf + l, len - l, fmt, l ? "; " : "", a, b);
+}
+
+/* ---- the latch ---- */
+static void utc_store(void *obj, int i, const void *src)
+{
+	struct nc_impl_utc_copy *d = &((struct nc_impl_utc *)obj)->copy[i];
+	const struct nc_impl_utc_copy *c = src;
+	NC_ST(d->line.kind, c->line.kind);
+	NC_ST(d->line.t0, c->line.t0);
+	NC_ST(d->line.len, c->line.len);
+	NC_ST(d->line.c0, c->line.c0);
+	NC_ST(d->line.mul_int, c->line.mul_int);
+	NC_ST(d->line.mul_frac, c->line.mul_frac);
+	NC_ST(d->line.span, c->line.span);
+	NC_ST(d->as_of_tick, c->as_of_tick);
+	NC_ST(d->err0, c->err0);
+	NC_ST(d->slope, c->slope);
+	NC_ST(d->fresh_len, c->fresh_len);
+	NC_ST(d->horizon_len, c->horizon_len);
+	NC_ST(d->as_of_ns, c->as_of_ns);
+	NC_ST(d->status_source, c->status_source);
+}
+static void utc_load(const void *obj, int i, void *dst)
+{
+	const struct nc_impl_utc_copy *c = &((const struct nc_impl_utc *)obj)->copy[i];
+	struct nc_impl_utc_copy *o = dst;
+	o->line.kind = NC_LD(c->line.kind);
+	o->line.t0 = NC_LD(c->line.t0);
+	o->line.len = NC_LD(c->line.len);
+	o->line.c0 = NC_LD(c->line.c0);
+	o->line.mul_int = NC_LD(c->line.mul_int);
+	o->line.mul_frac = NC_LD(c->line.mul_frac);
+	o->line.span = NC_LD(c->line.span);
+	o->as_of_tick = NC_LD(c->as_of_tick);
+	o->err0 = NC_LD(c->err0);
+	o->slope = NC_LD(c->slope);
+	o->fresh_len = NC_LD(c->fresh_len);
+	o->horizon_len = NC_LD(c->horizon_len);
+	o->as_of_ns = NC_LD(c->as_of_ns);
+	o->status_source = NC_LD(c->status_source);
+}
+
+/* ticks from `from` to `end`, 0 when end is not after it */
+static uint64_t ticks_left(uint64_t from, uint64_t end)
+{
+	return (int64_t)(end - from) > 0 ? end - from : 0;
+}
+
+static void publish(void)
+{
+	struct nc__wall_tie ti;
+	nc__wall_tie(&ti);
+	struct nc_impl_utc_copy c;
+	memset(&c, 0, sizeof(c));
+	c.line = ti.line;
+	uint64_t status = NC_UTC_UNKNOWN, source = u.src ? (uint64_t)u.src->id : NC_UTC_SRC_NONE;
+	if (u.have_good) {
+		const struct nc__utc_fix *g = &u.good;
+		double ns_tick = ti.ns_per_tick, d_ppm = g->drift_ppm >= 0 ? g->drift_ppm : u.drift_default;
+		/* both parts at the later of the tie and the answer, growing
+		 * together after it */
+		uint64_t T = (int64_t)(g->q_tick - ti.tick) > 0 ? g->q_tick : ti.tick;
+		double tie = ti.err0_ns + ns_tick * ti.ppm * 1e-6 * (double)(T - ti.tick);
+		double src = g->bound_ns + ns_tick * d_ppm * 1e-6 * (double)(T - g->q_tick);
+		/* the source's bound has its correction in it; the previous
+		 * figures' correction, if larger, stands in for it (a slew that
+		 * stopped leaves the line up to that far past the clock) */
+		double more = u.prev_slew_ns > g->slew_ns ? u.prev_slew_ns - g->slew_ns : 0;
+		double err0 = tie + src + more + 2; /* 2: the line's rounding */
+		double slope = ns_tick * (ti.ppm + d_ppm) * 1e-6;
+		double tps = 1e9 / ns_tick;
+		double hor = u.horizon_s;
+		/* the half width stays below 2^62 ns within the horizon */
+		if (err0 + slope * hor * tps > 0x1p62)
+			hor = (0x1p62 - err0) / (slope * tps);
+		c.as_of_tick = T;
+		c.err0 = err0 < 0x1p62 ? (uint64_t)ceil(err0) : (uint64_t)1 << 62;
+		c.slope = slope < 0x1p15 ? (uint64_t)ceil(slope * 0x1p48) : (uint64_t)1 << 63;
+		c.fresh_len = ticks_left(T, g->q_tick + (uint64_t)(u.fresh_s * tps));
+		c.horizon_len = hor > 0 ? ticks_left(T, g->q_tick + (uint64_t)(hor * tps)) : 0;
+		c.as_of_ns = g->as_of_ns;
+		status = u.lost ? NC_UTC_FREE_RUNNING : NC_UTC_SYNCHRONISED;
+	}
+	c.status_source = status | source << 32;
+	nc__latch_write(&nc_impl_utc_g.seq, &nc_impl_utc_g, utc_store, &c);
+}
+
+/* ---- asking ---- */
+static void take(const struct nc__utc_fix *f)
+{
+	if (f->status == NC_UTC_SYNCHRONISED) {
+		u.prev_slew_ns = u.have_good ? u.good.slew_ns : 0;
+		u.good = *f;
+		u.have_good = 1;
+		u.lost = 0;
+		u.last_why[0] = 0;
+	} else {
+		if (u.have_good && !u.lost)
+			nc__log(NC_LOG_INFO, "UTC source %s: %s: free-running from its last figures",
+				u.src->name, f->why);
+		u.lost = 1;
+		nc__copy(u.last_why, sizeof(u.last_why), f->why);
+	}
+}
+
+static void ask(double wait_ms)
+{
+	struct nc__utc_fix f;
+	if (u.src->ask(&f, wait_ms))
+		take(&f);
+	else if (f.why[0])
+		nc__copy(u.last_why, sizeof(u.last_why), f.why);
+}
+
+/* auto on a machine where chrony did not answer at the start: asked again
+ * now and then (a daemon started after the program), never waiting: one
+ * period's refresh sends the request, the next takes the answer */
+static void retry_chrony(void)
+{
+	struct nc__utc_fix f;
+	if (!u.chrony_probe) {
+		int64_t now = nc__ref.raw();
+		if (now < u.retry_raw)
+			return;
+		u.retry_raw = now + (int64_t)(RETRY_CHRONY_S * 1e9);
+		char why[8];
+		if (nc__utc_chrony.open("", why, sizeof(why)) != 0)
+			return;
+		u.chrony_probe = 1;
+		(void)nc__utc_chrony.ask(&f, 0); /* sends */
+		return;
+	}
+	u.chrony_probe = 0;
+	/* the socket lives only from the request to its answer's refresh */
+	if (!nc__utc_chrony.ask(&f, 0) || f.status != NC_UTC_SYNCHRONISED) {
+		nc__utc_chrony.close();
+		return;
+	}
+	if (u.src)
+		u.src->close();
+	u.src = &nc__utc_chrony;
+	u.have_good = 0;
+	u.lost = 0;
+	u.prev_slew_ns = 0;
+	take(&f);
+	say(u.chosen, sizeof(u.chosen), "%schrony: answered later%s%s", "", "");
+	nc__log(NC_LOG_INFO, "UTC source: chronyd answers now: chrony chosen");
+}
+
+/* wall.c's listener: a new epoch of Unix time (period: a period's tie) */
+static void on_wall(int period)
+{
+	if (period && u.src)
+		ask(0);
+	if (period && u.is_auto && u.src != &nc__utc_chrony)
+		retry_chrony();
+	publish();
+}
+
+/* ---- choosing ---- */
+static int try_source(const struct nc__utc_source *s, const char *arg, int keep)
+{
+	char why[200];
+	if (s->open(arg, why, sizeof(why)) != 0) {
+		say(u.chosen, sizeof(u.chosen), "%s%s: %s", s->name, why);
+		return 0;
+	}
+	struct nc__utc_fix f;
+	int got = s->ask(&f, s == &nc__utc_chrony ? CHRONY_WAIT_MS : 0);
+	if (got && (f.status == NC_UTC_SYNCHRONISED || keep)) {
+		u.src = s;
+		take(&f);
+		char where[96];
+		s->where(where, sizeof(where));
+		say(u.chosen, sizeof(u.chosen), "%s%s: used (%s)", s->name, where);
+		return 1;
+	}
+	if (keep) { /* named by the user: kept, and asked again at each refresh */
+		u.src = s;
+		nc__copy(u.last_why, sizeof(u.last_why), f.why);
+		say(u.chosen, sizeof(u.chosen), "%s%s: chosen by NANOCLOCK_UTC_SOURCE, %s", s->name,
+		    f.why[0] ? f.why : "no answer yet");
+		return 1;
+	}
+	say(u.chosen, sizeof(u.chosen), "%s%s: %s", s->name, f.why[0] ? f.why : "no answer");
+	s->close();
+	return 0;
+}
+
+int nc__utc_start(const struct nc__config *cfg)
+{
+	if (u.started)
+		return u.have_good && !u.lost ? 0 : NC_EUNKNOWN;
+	u.drift_default = cfg->utc_drift_ppm;
+	u.horizon_s = cfg->utc_horizon_s;
+	u.fresh_s = 4 * nc__wall_period_ms() / 1e3; /* four answers missed */
+	if (cfg->utc_why[0])
+		say(u.chosen, sizeof(u.chosen), "%s%s%s", cfg->utc_why, "");
+	const char *name = cfg->utc_source;
+	u.is_auto = !strcmp(name, "auto");
+	if (!strcmp(name, "off")) {
+		say(u.chosen, sizeof(u.chosen), "%s%s%s", "off (NANOCLOCK_UTC_SOURCE=off)", "");
+		nc__copy(u.last_why, sizeof(u.last_why), "no UTC source: NANOCLOCK_UTC_SOURCE=off");
+	} else if (!strcmp(name, "chrony")) {
+		try_source(&nc__utc_chrony, cfg->utc_arg, 1);
+	} else if (!strcmp(name, "adjtimex")) {
+		try_source(&nc__utc_adjtimex, "trusted", 1);
+	} else if (!try_source(&nc__utc_chrony, "", 0) && !try_source(&nc__utc_adjtimex, "", 0)) {
+		/* nothing honest: adjtimex kept, to say why at each refresh;
+		 * chrony asked again now and then */
+		if (nc__utc_adjtimex.open("", u.last_why, sizeof(u.last_why)) == 0)
+			u.src = &nc__utc_adjtimex;
+		struct nc__utc_fix f;
+		if (u.src && u.src->ask(&f, 0))
+			nc__copy(u.last_why, sizeof(u.last_why), f.why);
+		u.retry_raw = nc__ref.raw() + (int64_t)(RETRY_CHRONY_S * 1e9);
+	}
+	if (!u.have_good && !u.last_why[0])
+		nc__copy(u.last_why, sizeof(u.last_why), "no source gave a bound");
+	nc__wall_listener = on_wall;
+	publish();
+	nc__log(NC_LOG_INFO, "UTC source: %s", u.chosen);
+	__atomic_store_n(&u.started, 1, __ATOMIC_RELEASE);
+	return u.have_good && !u.lost ? 0 : NC_EUNKNOWN;
+}
+
+int nc__utc_started(void) { return __atomic_load_n(&u.started, __ATOMIC_ACQUIRE); }
+
+/* ---- reading from the library ---- */
+int nc__utc_read(struct nc_utc *out)
+{
+	for (int round = 0;; round++) {
+		struct nc_impl_utc_copy c;
+		uint64_t seq = nc__latch_read(&nc_impl_utc_g.seq, &nc_impl_utc_g, utc_load, &c);
+		struct nc__epoch e = {c.line.t0, c.line.span, c.line.c0, c.line.mul_int, c.line.mul_frac};
+		uint64_t t = nc__timeline_counter(&nc__wall_timeline, c.line.kind);
+		uint64_t d = t - e.t0;
+		if (d < e.span || ((int64_t)d < 0 && (uint64_t)(-(int64_t)d) <= nc__epoch_behind_ticks(&e)))
+			return nc_impl_utc_fill(out, nc__timeline_reader_value(&nc__wall_timeline, &e, t), t,
+						c.as_of_tick, c.err0, c.slope, c.fresh_len, c.horizon_len,
+						c.as_of_ns, c.status_source);
+		if (round < 6 && nc__trylock()) {
+			if (nc__latch_read(&nc_impl_utc_g.seq, &nc_impl_utc_g, utc_load, &c) == seq)
+				nc__timeline_refresh_if_due(&nc__wall_timeline);
+			nc__unlock();
+			continue;
+		}
+		/* the refreshing thread is away: what nc_unix_ns hands out (the
+		 * held lower bound), and the latest end raised by what the next
+		 * epoch may have run ahead of it (its fastest slope: 1000 ppm) */
+		uint64_t v = nc__timeline_reader_value(&nc__wall_timeline, &e, t);
+		int st = nc_impl_utc_fill(out, v, t, c.as_of_tick, c.err0, c.slope, c.fresh_len,
+					  c.horizon_len, c.as_of_ns, c.status_source);
+		if ((st == NC_UTC_SYNCHRONISED || st == NC_UTC_FREE_RUNNING) && (int64_t)d > 0) {
+			double ns = (double)(d - e.span) * ((double)e.mi + (double)e.mf * 0x1p-64) * 1.002 + 2;
+			out->latest_ns = out->latest_ns + (int64_t)ceil(ns);
+		}
+		return st;
+	}
+}
+
+/* ---- what it is made of ---- */
+void nc__utc_status(struct nc_utc_status *st)
+{
+	memset(st, 0, sizeof(*st));
+	struct nc_utc r;
+	nc__utc_read(&r);
+	st->status = r.status;
+	st->source = r.source;
+	st->as_of_ns = r.as_of_ns;
+	st->half_width_ns = r.status == NC_UTC_SYNCHRONISED || r.status == NC_UTC_FREE_RUNNING
+				    ? (double)(r.latest_ns - r.unix_ns)
+				    : -1;
+	st->fresh_s = u.fresh_s;
+	st->horizon_s = u.horizon_s;
+	if (u.src)
+		u.src->where(st->source_arg, sizeof(st->source_arg));
+	nc__copy(st->chosen, sizeof(st->chosen), u.chosen);
+	if (u.have_good) {
+		/* the half width is source_bound_ns + drift_ppm * age_s + tie_ns */
+		struct nc__wall_tie ti;
+		nc__wall_tie(&ti);
+		uint64_t now = nc__counter_read();
+		st->age_s = (double)(int64_t)(now - u.good.q_tick) * ti.ns_per_tick / 1e9;
+		st->source_bound_ns = u.good.bound_ns;
+		st->tie_ns = ti.err0_ns + ti.ns_per_tick * ti.ppm * 1e-6 * (double)(int64_t)(now - ti.tick) +
+			     (u.prev_slew_ns > u.good.slew_ns ? u.prev_slew_ns - u.good.slew_ns : 0);
+		st->drift_ppm = u.good.drift_ppm >= 0 ? u.good.drift_ppm : u.drift_default;
+	}
+	if (r.status != NC_UTC_SYNCHRONISED) {
+		const char *why = u.last_why[0] ? u.last_why : r.status == NC_UTC_FREE_RUNNING ?
+			"the source's figures are older than the freshness allowed" : "no source gave a bound";
+		if (r.status == NC_UTC_UNKNOWN && u.have_good)
+			nc__fmt(st->why, sizeof(st->why), "the last figures are older than the horizon "
+				"(%.0f s)%s%s", u.horizon_s, u.last_why[0] ? ": " : "", u.last_why);
+		else
+			nc__copy(st->why, sizeof(st->why), why);
+	}
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* Bounds on UTC (src/utc/): the machine's time sources behind one small
+ * interface, one file each (adjtimex.c, chrony.c), and core.c, which
+ * chooses one, asks it at each refresh of nc_unix_ns's tie and publishes
+ * the bound beside the tie's epoch for nc_utc_now (nanoclock_impl.h).
+ * Depends on base, counter, rate and clock; the top (api.c, info) calls
+ * it.  core.c owns the state, guarded by nc__lib_lock. */
+#ifndef NC_UTC_UTC_H
+#define NC_UTC_UTC_H
+
+#include "../base/compiler.h"
+#include "../base/config.h"
+#include "../base/refclock.h"
+#include "nanoclock.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What a source knows at one moment. */
+struct nc__utc_fix {
+	int status;          /* NC_UTC_SYNCHRONISED, or NC_UTC_UNKNOWN with why */
+	double bound_ns;     /* |CLOCK_REALTIME - UTC| at most when the figures held */
+	double slew_ns;      /* what the source may still slew CLOCK_REALTIME by: the
+				Unix-time line follows REALTIME's rate a period late, so
+				this is allowed for between the line and REALTIME */
+	double drift_ppm;    /* how fast bound_ns grows after (< 0: the default) */
+	int64_t as_of_ns;    /* the source's own time of its figures (Unix ns) */
+	uint64_t q_tick;     /* a counter value at or before the moment they held */
+	char why[200];       /* unknown: why; else a short description */
+};
+
+struct nc__utc_source {
+	const char *name; /* as NANOCLOCK_UTC_SOURCE names it */
+	int id;           /* NC_UTC_SRC_* */
+	/* Ready it (arg: what followed "name:" in NANOCLOCK_UTC_SOURCE, or
+	 * ""): 0, or -1 with why (not on this machine). */
+	int (*open)(const char *arg, char *why, size_t len);
+	/* Ask: 1 with *f filled, 0 when no answer came (yet; why in f->why
+	 * when there is a reason).  wait_ms 0: never waits (a refresh, maybe
+	 * in a signal handler: async-signal-safe calls only); more: waits at
+	 * most that long (nc_utc_start). */
+	int (*ask)(struct nc__utc_fix *f, double wait_ms);
+	void (*close)(void);
+	/* where it is asked ("127.0.0.1:323"), for nc_utc_status */
+	void (*where)(char *out, size_t len);
+};
+
+NC_HIDDEN extern const struct nc__utc_source nc__utc_adjtimex;
+NC_HIDDEN extern const struct nc__utc_source nc__utc_chrony;
+
+/* adjtimex's writer, as far as it can be known: the process that runs
+ * (/proc/PID/comm).  Only some write an honest bound. */
+enum nc__kwriter {
+	NC_KW_UNKNOWN,
+	NC_KW_NTPD,      /* the kernel PLL's offset and maxerror = root distance */
+	NC_KW_CHRONYD,   /* maxerror without the correction it slews itself */
+	NC_KW_TIMESYNCD, /* maxerror and esterror 0 at every correction */
+	NC_KW_TRUSTED,   /* NANOCLOCK_UTC_SOURCE=adjtimex: the user vouches */
+};
+/* Pure (tests feed it recorded adjtimex results): what adjtimex says,
+ * written by w, as a fix (q_tick, as_of_ns left for the caller). */
+NC_HIDDEN void nc__utc_adjtimex_decode(const struct nc__kclock *k, enum nc__kwriter w,
+				       struct nc__utc_fix *f);
+/* Pure: chrony's tracking reply (n bytes) to the request with sequence
+ * seq, as a fix; 0, or -1 with why (not a good reply).  now_real_ns:
+ * CLOCK_REALTIME, for the plausibility of its times. */
+NC_HIDDEN int nc__utc_chrony_decode(const unsigned char *p, size_t n, uint32_t seq,
+				    int64_t now_real_ns, struct nc__utc_fix *f);
+/* chrony's request for the tracking report, sequence seq: its length */
+NC_HIDDEN size_t nc__utc_chrony_request(unsigned char *p, size_t len, uint32_t seq);
+
+/* core.c (nc__lib_lock held unless said): choose the source and ask it
+ * (nc_utc_start); 0 or NC_EUNKNOWN. */
+NC_HIDDEN int nc__utc_start(const struct nc__config *cfg);
+NC_HIDDEN int nc__utc_started(void); /* any thread: start has run */
+NC_HIDDEN void nc__utc_status(struct nc_utc_status *st);
+/* The interval from the library's side (a read that left the inline
+ * path): never waits. */
+NC_HIDDEN int nc__utc_read(struct nc_utc *u);
+
+#endif

@@ -9,11 +9,13 @@ cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/bin"
-# apt-get records its arguments; dpkg-query knows no package; the compiler
-# cannot link cmocka; id says root (no sudo)
+# apt-get records its arguments, and whether services were held back
+# (policy-rc.d there while it ran); dpkg-query knows no package; the
+# compiler cannot link cmocka; id says root (no sudo)
 cat > "$tmp/bin/apt-get" <<STUB
 #!/bin/sh
 echo "\$*" >> "$tmp/apt.log"
+case "\$*" in install*) [ -x "$tmp/policy-rc.d" ] && echo held >> "$tmp/apt.log" ;; esac
 STUB
 printf '#!/bin/sh\nexit 1\n' > "$tmp/bin/dpkg-query"
 printf '#!/bin/sh\nexit 1\n' > "$tmp/bin/nocc"
@@ -26,17 +28,24 @@ case_() {
 	want=$1 pkgs=$2
 	shift 2
 	: > "$tmp/apt.log"
-	PATH="$tmp/bin:$PATH" CC=nocc scripts/install-test-deps "$@" 2> "$tmp/err" > /dev/null
+	PATH="$tmp/bin:$PATH" CC=nocc NC_POLICY_RC_D="$tmp/policy-rc.d" scripts/install-test-deps "$@" \
+		2> "$tmp/err" > /dev/null
+	# services held back while apt-get ran, and the hold lifted after
+	if [ -e "$tmp/policy-rc.d" ]; then
+		fail=$((fail + 1))
+		echo "FAIL: install-test-deps $*: left policy-rc.d behind"
+	fi
 	msg=$(grep 'installing' "$tmp/err")
 	got=$(grep '^install' "$tmp/apt.log" | sed 's/.*DPkg::Lock::Timeout=600 //')
-	if [ "$msg" = "$want" ] && [ "$got" = "$pkgs" ]; then
+	held=$(grep -c '^held' "$tmp/apt.log")
+	if [ "$msg" = "$want" ] && [ "$got" = "$pkgs" ] && [ "$held" = 1 ]; then
 		pass=$((pass + 1))
 	else
 		fail=$((fail + 1))
 		echo "FAIL: install-test-deps $*: said '$msg' (want '$want'), installed '$got' (want '$pkgs')"
 	fi
 }
-case_ "install-test-deps: installing libcmocka-dev" "libcmocka-dev"
+case_ "install-test-deps: installing libcmocka-dev chrony" "libcmocka-dev chrony"
 case_ "install-test-deps: installing scdoc cmake" "scdoc cmake" scdoc cmake
 case_ "install-test-deps: installing liblttng-ust-dev lttng-tools babeltrace2" \
 	"liblttng-ust-dev lttng-tools babeltrace2" lttng

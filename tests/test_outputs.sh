@@ -15,7 +15,11 @@
 #     beside it;
 #   - written: a new path; this user's empty file (mktemp; its mode kept);
 #     an earlier export of this user's in any format (replaced); a FIFO
-#     with a reader; /dev/null; a terminal; /dev/stdout;
+#     with a reader; /dev/null; a terminal; /dev/stdout, /dev/fd/N;
+#   - bench --plot: refused for a link, a file, another user's directory,
+#     one writable by others, one of other files, an earlier plot's with a
+#     link, a FIFO or another user's file among its names; a new directory
+#     and an earlier plot's drawn (a hard link to an old PNG kept);
 #   - a full disk (root: a 16 KB tmpfs in a mount namespace of its own)
 #     names the path and the reason (No space left on device), and an
 #     earlier export there stays.
@@ -235,6 +239,10 @@ for U in $users; do
 	p=$d/stdout.csv
 	as "$U" sh -c '"$1" trace export --format csv -o /dev/stdout "$2" >"$3"' sh "$T" "$w/t.nct" "$p" 2>"$w/err" &&
 		is_csv "$p" && ok "$U: -o /dev/stdout: standard output" || bad "$U: -o /dev/stdout: $(cat "$w/err")"
+	# /dev/fd/N: a descriptor the shell opened (what `>(...)` names)
+	p=$d/fd3.csv
+	as "$U" sh -c '"$1" trace export --format csv -o /dev/fd/3 "$2" 3>"$3"' sh "$T" "$w/t.nct" "$p" 2>"$w/err" &&
+		is_csv "$p" && ok "$U: -o /dev/fd/3: the descriptor the shell opened" || bad "$U: -o /dev/fd/3: $(cat "$w/err")"
 	# a terminal (script(1) gives the command one)
 	if command -v script >/dev/null 2>&1; then
 		for t in /dev/tty '$(tty)'; do

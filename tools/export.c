@@ -105,9 +105,3 @@ void nc_export_jnum(FILE *f, const char *fmt, double v)
 	else
 		fputs("null", f);
 }
-
-int nc_export_is_ours(const unsigned char *head, size_t n)
-{
-	return nc_export_csv_is_ours(head, n) || nc_export_chrome_is_ours(head, n) ||
-	       nc_export_perfetto_is_ours(head, n);
-}

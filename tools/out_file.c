@@ -633,7 +633,7 @@ static int place(struct nc_out *o, char *why, size_t whylen)
 				: look(o->path, o->ours, &o->old, &o->oldfd, NULL, why, whylen);
 		if (at == AT_REFUSED) {
 			size_t l = strlen(why);
-			snprintf(why + l, whylen - l, " (it appeared during the export, which was not kept)");
+			snprintf(why + l, whylen - l, " (found there at the end; the export was not kept)");
 			return -1;
 		}
 		o->have_old = at == AT_OURS;

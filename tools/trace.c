@@ -568,6 +568,13 @@ static int cmd_stats(int argc, char **argv)
 
 enum { FMT_NONE, FMT_CSV, FMT_CHROME, FMT_PERFETTO, FMT_CTF };
 
+/* An earlier export in any of the file formats: -o may replace it */
+static int export_is_ours(const unsigned char *head, size_t n)
+{
+	return nc_export_csv_is_ours(head, n) || nc_export_chrome_is_ours(head, n) ||
+	       nc_export_perfetto_is_ours(head, n);
+}
+
 static int cmd_export(int argc, char **argv)
 {
 	int fmt = FMT_NONE;
@@ -631,7 +638,7 @@ static int cmd_export(int argc, char **argv)
 		/* any earlier export of this tool's may be replaced, whatever its
 		 * format: nothing else */
 		int e = fmt == FMT_CTF ? nc_out_dir_open(&o, out, why, sizeof(why))
-				       : nc_out_open(&o, out, nc_export_is_ours, why, sizeof(why));
+				       : nc_out_open(&o, out, export_is_ours, why, sizeof(why));
 		if (e) {
 			fprintf(stderr, "nanoclock trace export: %s\n", why);
 			rc = 1;

@@ -302,7 +302,7 @@ if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null 2>&1; then
 	fi
 	if grep -q '^csv' "$w/full.out"; then
 		grep -q '^ctf 1 out.csv $' "$w/full.out" && [ "$(wc -l <"$w/err.ctf")" -eq 1 ] &&
-			grep -q "No space left on device" "$w/err.ctf" &&
+			grep -q "$w/full/ctf: .*No space left on device" "$w/err.ctf" &&
 			ok "full disk, ctf: status 1, $(cat "$w/err.ctf"); nothing left" ||
 			bad "full disk, ctf: $(cat "$w/full.out" "$w/err.ctf" 2>&1 | head -c 600)"
 	fi

@@ -269,6 +269,9 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 		echo "== tests/test_trace_export.sh (babeltrace2, protoc, DevTools' model)"; \
 		if ./tests/test_trace_export.sh ./$(TOOL) ./$(B)/examples/trace_pc; then pass=$$((pass+1)); \
 		else fail=$$((fail+1)); echo "FAILED: tests/test_trace_export.sh"; fi; \
+		echo "== tests/test_outputs.sh (-o and --plot over each kind of thing, as root and nobody)"; \
+		if ./tests/test_outputs.sh ./$(TOOL); then pass=$$((pass+1)); \
+		else fail=$$((fail+1)); echo "FAILED: tests/test_outputs.sh"; fi; \
 	fi; \
 	if [ -z "$(RUN)$(SANITIZE)" ]; then \
 		echo "== tests/test_lttng.sh (the LTTng-UST clock plugin: lttng-sessiond, babeltrace2)"; \

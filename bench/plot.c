@@ -22,18 +22,24 @@
  *
  * --quick: fewer samples and windows up to 8 ms (for CI with --seconds 2).
  * The .dat files and plot.gp stay in DIR: `cd DIR && gnuplot plot.gp`
- * redraws.  The figures are also printed.
+ * redraws.  The figures are also printed.  DIR is made if missing; an
+ * existing one must be the user's, writable by no one else, and empty or
+ * an earlier plot's (below: the plot's directory and its files).
  */
 #include "bench.h"
 #include "../src/rate/rate.h" /* the calibration itself, at several windows */
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -61,35 +67,213 @@ static double quantile(const double *v, size_t n, double q)
 	return v[i < n ? i : n - 1];
 }
 
-static FILE *open_in(const char *dir, const char *name)
+/* ---- the plot's directory and its files ----
+ * Nothing the plot writes replaces what is not its own (issue 26).  DIR is
+ * made if missing (mode 0755, less the umask); an existing DIR is used only
+ * if it is this user's, writable by no one else, and empty or an earlier
+ * plot's (its plot.gp starts with PLOT_GP_FIRST, written first).  Every
+ * file is written in the directory opened once, so a name swapped for a
+ * link meanwhile changes nothing, and each earlier file of the plot is
+ * checked (a regular file of this user's), removed, and created anew
+ * exclusively: no link is followed, nothing else is replaced, and a hard
+ * link kept elsewhere to an earlier PNG keeps that PNG.  gnuplot (whose
+ * `set output` follows links) writes the PNGs after the same is done for
+ * them, in a directory only this user can write. */
+struct pdir {
+	char name[4096];
+	int fd;
+};
+
+/* plot.gp's first line: also how an earlier plot's directory is recognised */
+#define PLOT_GP_FIRST "# Drawn by `nanoclock bench --plot`: cd to this directory and run gnuplot plot.gp"
+
+static const char *const plot_files[] = {"plot.gp", "title.gp", "cost.dat", "cost-tail.dat",
+					 "calib.dat", "calib-median.dat", "offset.dat",
+					 "cost.png", "offset.png", "calib.png"};
+
+static int plot_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int plot_fail(const char *fmt, ...)
 {
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	FILE *f = fopen(path, "w");
-	if (!f)
-		fprintf(stderr, "nanoclock bench --plot: cannot write %s: %s\n", path, strerror(errno));
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("nanoclock bench --plot: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	return -1;
+}
+
+/* What a stat describes, for a message */
+static const char *kind_of(const struct stat *st, char *buf, size_t len)
+{
+	switch (st->st_mode & S_IFMT) {
+	case S_IFREG: return "a file";
+	case S_IFDIR: return "a directory";
+	case S_IFLNK: return "a symbolic link";
+	case S_IFIFO: return "a FIFO";
+	case S_IFSOCK: return "a socket";
+	case S_IFBLK:
+	case S_IFCHR:
+		snprintf(buf, len, "a %s device (%u:%u)", S_ISBLK(st->st_mode) ? "block" : "character",
+			 major(st->st_rdev), minor(st->st_rdev));
+		return buf;
+	default: return "something of an unknown kind";
+	}
+}
+
+/* A symbolic link's target (at dirfd/name), printable, for a message */
+static const char *link_target(int dirfd, const char *name, char *buf, size_t len)
+{
+	ssize_t n = readlinkat(dirfd, name, buf, len - 1);
+	buf[n > 0 ? n : 0] = 0;
+	for (char *p = buf; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return buf;
+}
+
+/* name in the plot's directory may be replaced: absent, or a regular file
+ * of this user's.  0, or -1 said. */
+static int file_ok(const struct pdir *d, const char *name)
+{
+	struct stat st;
+	char k[64], t[256];
+	if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return errno == ENOENT ? 0 : plot_fail("%s/%s: %s", d->name, name, strerror(errno));
+	if (S_ISLNK(st.st_mode))
+		return plot_fail("%s/%s: a symbolic link (to %s), not followed; left alone", d->name, name,
+				 link_target(d->fd, name, t, sizeof(t)));
+	if (!S_ISREG(st.st_mode))
+		return plot_fail("%s/%s: %s; left alone", d->name, name, kind_of(&st, k, sizeof(k)));
+	if (st.st_uid != geteuid())
+		return plot_fail("%s/%s: a file of another user (uid %u); left alone", d->name, name,
+				 (unsigned)st.st_uid);
+	return 0;
+}
+
+/* mkdir -p of the directories above dir */
+static void make_parents(const char *dir)
+{
+	char p[4096];
+	snprintf(p, sizeof(p), "%s", dir);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = 0;
+		if (mkdir(p, 0777) != 0 && errno != EEXIST)
+			return; /* the directory's own mkdir says why */
+		*s = '/';
+	}
+}
+
+/* Is the directory (open as d->fd) empty, or an earlier plot's? 1, 0, or
+ * -1 with errno */
+static int dir_is_ours(const struct pdir *d)
+{
+	int fd = fcntl(d->fd, F_DUPFD_CLOEXEC, 0);
+	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!dir) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	int entries = 0;
+	struct dirent *e;
+	while ((e = readdir(dir)) != NULL)
+		entries += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(dir);
+	if (!entries)
+		return 1;
+	int g = openat(d->fd, "plot.gp", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (g < 0)
+		return 0;
+	struct stat st;
+	char line[sizeof(PLOT_GP_FIRST)];
+	ssize_t n = fstat(g, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()
+			    ? read(g, line, sizeof(line))
+			    : -1;
+	close(g);
+	return n == (ssize_t)sizeof(line) && !memcmp(line, PLOT_GP_FIRST "\n", sizeof(line));
+}
+
+/* Opens (makes if missing) the plot's directory and checks it and every
+ * file the plot will write there.  0, or -1 said. */
+static int plot_dir_open(struct pdir *d, const char *dir)
+{
+	snprintf(d->name, sizeof(d->name), "%s", dir);
+	size_t l = strlen(d->name);
+	while (l > 1 && d->name[l - 1] == '/') /* "plots/" would follow a link */
+		d->name[--l] = 0;
+	d->fd = -1;
+	struct stat st;
+	char k[64], t[256];
+	if (lstat(d->name, &st) != 0) {
+		if (errno != ENOENT)
+			return plot_fail("%s: %s", d->name, strerror(errno));
+		make_parents(d->name);
+		if (mkdir(d->name, 0755) != 0 && errno != EEXIST)
+			return plot_fail("cannot create %s: %s", d->name, strerror(errno));
+		if (lstat(d->name, &st) != 0)
+			return plot_fail("%s: %s", d->name, strerror(errno));
+	}
+	if (S_ISLNK(st.st_mode))
+		return plot_fail("%s: a symbolic link (to %s), not followed; left alone", d->name,
+				 link_target(AT_FDCWD, d->name, t, sizeof(t)));
+	if (!S_ISDIR(st.st_mode))
+		return plot_fail("%s: %s, not a directory; left alone", d->name, kind_of(&st, k, sizeof(k)));
+	d->fd = open(d->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (d->fd < 0 || fstat(d->fd, &st) != 0)
+		return plot_fail("%s: %s", d->name, strerror(errno));
+	/* what is checked from here on is the directory opened */
+	if (st.st_uid != geteuid())
+		return plot_fail("%s: a directory of another user (uid %u); left alone", d->name,
+				 (unsigned)st.st_uid);
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return plot_fail("%s: a directory writable by others (mode %04o); left alone", d->name,
+				 (unsigned)(st.st_mode & 07777));
+	int r = dir_is_ours(d);
+	if (r < 0)
+		return plot_fail("%s: %s", d->name, strerror(errno));
+	if (!r)
+		return plot_fail("%s: a directory with other files in it, not an earlier plot's (no plot.gp "
+				 "of nanoclock bench --plot); left alone",
+				 d->name);
+	for (size_t i = 0; i < sizeof(plot_files) / sizeof(plot_files[0]); i++)
+		if (file_ok(d, plot_files[i]) != 0)
+			return -1;
+	return 0;
+}
+
+/* A file of the plot, new: the earlier one (checked again) removed first */
+static FILE *open_in(const struct pdir *d, const char *name)
+{
+	if (file_ok(d, name) != 0)
+		return NULL;
+	if (unlinkat(d->fd, name, 0) != 0 && errno != ENOENT) {
+		plot_fail("cannot replace %s/%s: %s", d->name, name, strerror(errno));
+		return NULL;
+	}
+	int fd = openat(d->fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		plot_fail("cannot write %s/%s: %s", d->name, name, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
 	return f;
 }
 
-/* mkdir -p */
-static int make_dir(const char *dir)
+/* Closes a file of the plot: 0, or -1 with its write error said */
+static int close_in(const struct pdir *d, const char *name, FILE *f)
 {
-	char p[4096];
-	size_t n = strlen(dir);
-	if (n == 0 || n >= sizeof(p))
-		return -1;
-	memcpy(p, dir, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (p[i] == '/' || p[i] == 0) {
-			char c = p[i];
-			p[i] = 0;
-			if (mkdir(p, 0777) != 0 && errno != EEXIST)
-				return -1;
-			p[i] = c;
-		}
-	}
-	struct stat st;
-	return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+	int e = 0;
+	if (fflush(f) != 0)
+		e = errno ? errno : EIO;
+	else if (ferror(f))
+		e = EIO;
+	if (fclose(f) != 0 && !e)
+		e = errno;
+	return e ? plot_fail("%s/%s: write error: %s", d->name, name, strerror(e)) : 0;
 }
 
 /* ---- 1. the cost of one call ----
@@ -147,10 +331,10 @@ static void sample_clock(int which, double *buf, size_t n)
 	}
 }
 
-static int plot_costs(const char *dir, size_t n)
+static int plot_costs(const struct pdir *dir, size_t n)
 {
 	double *buf = malloc(n * sizeof(double));
-	FILE *box = open_in(dir, "cost.dat"), *cdf = open_in(dir, "cost-tail.dat");
+	FILE *box = open_in(dir, "cost.dat"), *cdf = box ? open_in(dir, "cost-tail.dat") : NULL;
 	if (!buf || !box || !cdf) {
 		free(buf);
 		if (box)
@@ -203,9 +387,8 @@ static int plot_costs(const char *dir, size_t n)
 		fprintf(cdf, "\n\n");
 	}
 	free(buf);
-	fclose(box);
-	fclose(cdf);
-	return 0;
+	int e = close_in(dir, "cost.dat", box);
+	return close_in(dir, "cost-tail.dat", cdf) | e;
 }
 
 /* ---- 2. reference pairs: an ordered counter read inside the narrowest of
@@ -266,10 +449,10 @@ static void run_calibrations(struct calib_runs *r, int quick)
 	}
 }
 
-static int write_calibrations(const char *dir, const struct calib_runs *r, double ref_hz,
+static int write_calibrations(const struct pdir *dir, const struct calib_runs *r, double ref_hz,
 			      double ref_ppm)
 {
-	FILE *f = open_in(dir, "calib.dat"), *m = open_in(dir, "calib-median.dat");
+	FILE *f = open_in(dir, "calib.dat"), *m = f ? open_in(dir, "calib-median.dat") : NULL;
 	if (!f || !m) {
 		if (f)
 			fclose(f);
@@ -311,9 +494,8 @@ static int write_calibrations(const char *dir, const struct calib_runs *r, doubl
 		printf("  %10.3f %14.4f %14.4f %14.4f %5d/%d\n", r->window_ms[w], ms, me, mx, within,
 		       k2);
 	}
-	fclose(f);
-	fclose(m);
-	return 0;
+	int e = close_in(dir, "calib.dat", f);
+	return close_in(dir, "calib-median.dat", m) | e;
 }
 
 /* ---- 4. nc_now_ns and nc_unix_ns against the kernel's clocks ---- */
@@ -322,7 +504,7 @@ struct offsets {
 	long n, outside;
 };
 
-static int run_offsets(const char *dir, double seconds, struct offsets *o)
+static int run_offsets(const struct pdir *dir, double seconds, struct offsets *o)
 {
 	FILE *f = open_in(dir, "offset.dat");
 	if (!f)
@@ -367,7 +549,8 @@ static int run_offsets(const char *dir, double seconds, struct offsets *o)
 		struct timespec ts = {0, 10000000};
 		nanosleep(&ts, NULL);
 	}
-	fclose(f);
+	if (close_in(dir, "offset.dat", f) != 0)
+		return -1;
 	*o = (struct offsets){now_min, now_max, unix_min, unix_max, stated_max, n, outside};
 	printf("\nover %.1f s, %ld samples (every 10 ms, the narrowest of 5 brackets):\n", seconds, n);
 	printf("  nc_now_ns  - CLOCK_MONOTONIC_RAW: %+.0f .. %+.0f ns\n", now_min, now_max);
@@ -379,7 +562,7 @@ static int run_offsets(const char *dir, double seconds, struct offsets *o)
 
 /* ---- the gnuplot script ---- */
 static const char plot_gp[] =
-	"# Drawn by `nanoclock bench --plot`: cd to this directory and run gnuplot plot.gp\n"
+	PLOT_GP_FIRST "\n"
 	"if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
 	"  term_png = 'pngcairo enhanced font \"sans,10\"'\n"
 	"} else {\n"
@@ -481,14 +664,14 @@ static void gp_text(const char *s, char *out, size_t len)
 	out[o] = 0;
 }
 
-/* gnuplot plot.gp, run in dir */
-static int run_gnuplot(const char *dir)
+/* gnuplot plot.gp, run in the directory opened */
+static int run_gnuplot(const struct pdir *dir)
 {
 	pid_t pid = fork();
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
-		if (chdir(dir) != 0)
+		if (fchdir(dir->fd) != 0)
 			_exit(126);
 		execlp("gnuplot", "gnuplot", "plot.gp", (char *)NULL);
 		_exit(errno == ENOENT ? 127 : 126);
@@ -501,13 +684,15 @@ static int run_gnuplot(const char *dir)
 }
 
 /* a PNG of nonzero size beyond its 8-byte signature */
-static int png_ok(const char *dir, const char *name)
+static int png_ok(const struct pdir *dir, const char *name)
 {
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	FILE *f = fopen(path, "rb");
-	if (!f)
+	int fd = openat(dir->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
 		return 0;
+	}
 	unsigned char sig[8];
 	static const unsigned char png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
 	size_t got = fread(sig, 1, 8, f);
@@ -516,17 +701,22 @@ static int png_ok(const char *dir, const char *name)
 	return ok;
 }
 
-int nc_bench_plot(const char *dir, double seconds, int quick)
+/* The plot, in the directory checked and opened */
+static int plot_in(const struct pdir *dir, double seconds, int quick)
 {
-	if (make_dir(dir) != 0) {
-		fprintf(stderr, "nanoclock bench --plot: cannot create %s: %s\n", dir, strerror(errno));
+	/* plot.gp first: an interrupted run leaves a directory recognised as
+	 * an earlier plot's, which the next run may use */
+	FILE *g = open_in(dir, "plot.gp");
+	if (!g)
 		return 1;
-	}
+	fputs(plot_gp, g);
+	if (close_in(dir, "plot.gp", g) != 0)
+		return 1;
 	int rc = nc_init();
 	struct refpair a, b;
 	take_refpair(&a);
 	int64_t t_start = clock_ns(CLOCK_MONOTONIC_RAW);
-	printf("nanoclock bench --plot %s — counter %s, %.6f MHz (%s)%s%s\n", dir,
+	printf("nanoclock bench --plot %s — counter %s, %.6f MHz (%s)%s%s\n", dir->name,
 	       nc_counter_name(), nc_ticks_per_second() / 1e6, nc_ticks_per_second_source(),
 	       rc ? "; nc_init: " : "", rc ? nc_strerror(rc) : "");
 	/* what it costs: the offset run, plus the other measurements (measured
@@ -558,14 +748,8 @@ int nc_bench_plot(const char *dir, double seconds, int quick)
 		return 1;
 
 	FILE *t = open_in(dir, "title.gp");
-	FILE *g = open_in(dir, "plot.gp");
-	if (!t || !g) {
-		if (t)
-			fclose(t);
-		if (g)
-			fclose(g);
+	if (!t)
 		return 1;
-	}
 	char host[64] = "?";
 	gethostname(host, sizeof(host) - 1);
 	host[sizeof(host) - 1] = 0;
@@ -592,30 +776,47 @@ int nc_bench_plot(const char *dir, double seconds, int quick)
 	fprintf(t, "note_unix = 'offset %+.0f .. %+.0f ns; stated bound up to %.0f ns, exceeded in %ld "
 		   "of %ld samples'\n",
 		off.unix_min, off.unix_max, off.stated_max, off.outside, off.n);
-	fclose(t);
-	fputs(plot_gp, g);
-	fclose(g);
+	if (close_in(dir, "title.gp", t) != 0)
+		return 1;
 
+	/* the earlier PNGs (checked again) go before gnuplot writes new ones */
+	static const char *const pngs[] = {"cost.png", "offset.png", "calib.png"};
+	for (size_t i = 0; i < sizeof(pngs) / sizeof(pngs[0]); i++) {
+		if (file_ok(dir, pngs[i]) != 0)
+			return 1;
+		if (unlinkat(dir->fd, pngs[i], 0) != 0 && errno != ENOENT) {
+			plot_fail("cannot replace %s/%s: %s", dir->name, pngs[i], strerror(errno));
+			return 1;
+		}
+	}
 	int gp = run_gnuplot(dir);
 	if (gp == 127) {
 		fprintf(stderr, "nanoclock bench --plot: gnuplot not found (Debian: apt-get install "
 				"gnuplot-nox); the data and plot.gp are in %s\n",
-			dir);
+			dir->name);
 		return 1;
 	}
 	if (gp != 0) {
 		fprintf(stderr, "nanoclock bench --plot: gnuplot failed (status %d); the data and "
 				"plot.gp are in %s\n",
-			gp, dir);
+			gp, dir->name);
 		return 1;
 	}
-	static const char *const pngs[] = {"cost.png", "offset.png", "calib.png"};
 	int bad = 0;
 	printf("\n");
 	for (size_t i = 0; i < sizeof(pngs) / sizeof(pngs[0]); i++) {
 		int ok = png_ok(dir, pngs[i]);
-		printf("%s %s/%s\n", ok ? "wrote" : "MISSING or not a PNG:", dir, pngs[i]);
+		printf("%s %s/%s\n", ok ? "wrote" : "MISSING or not a PNG:", dir->name, pngs[i]);
 		bad += !ok;
 	}
 	return bad ? 1 : 0;
+}
+
+int nc_bench_plot(const char *dir, double seconds, int quick)
+{
+	struct pdir d;
+	int rc = plot_dir_open(&d, dir) == 0 ? plot_in(&d, seconds, quick) : 1;
+	if (d.fd >= 0)
+		close(d.fd);
+	return rc;
 }

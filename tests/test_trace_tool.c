@@ -12,11 +12,18 @@
 
 #include "trace_util.h"
 
+#include <dirent.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+
+/* The tool's output code itself, built in (with a switch to take the paths
+ * used without renameat2), for what a command line cannot time: something
+ * appearing at the path while an export is written. */
+#define NC_OUT_TEST 1
+#include "../tools/out_file.c"
 
 /* the programs, each prefixed with the runner the tests run under
  * (NC_TEST_RUN: qemu-user for a cross build, from `make check`) */
@@ -479,23 +486,21 @@ static void test_hostile_paths(void **state)
 	st = run("timeout 20 %s trace export --format csv -o %s %s", tool, w, good);
 	expect_lines("export to a FIFO", 1, st, 1, "no reader");
 	unlink(w);
-	/* -o through a planted link: the target keeps its bytes, the link is
-	 * replaced by the output */
+	/* -o through a planted link: neither followed nor replaced (issue 26;
+	 * issue 15 had it replaced) */
 	FILE *f = fopen(w2, "w");
 	fputs("precious", f);
 	fclose(f);
 	assert_int_equal(symlink(w2, w), 0);
-	assert_int_equal(run("%s trace export --format csv -o %s %s", tool, w, good), 0);
+	st = run("%s trace export --format csv -o %s %s", tool, w, good);
+	expect_lines("export through a link", 1, st, 1, "symbolic link");
 	size_t n;
 	char *t = contents(w2, &n);
 	assert_string_equal(t, "precious");
 	free(t);
 	struct stat sb;
 	assert_int_equal(lstat(w, &sb), 0);
-	assert_true(S_ISREG(sb.st_mode));
-	t = contents(w, &n);
-	assert_non_null(strstr(t, "file,thread,thread_name"));
-	free(t);
+	assert_true(S_ISLNK(sb.st_mode));
 	unlink(w);
 	assert_int_equal(symlink(w2, w), 0);
 	st = run("%s trace demo %s --items 10", tool, w);
@@ -552,6 +557,126 @@ static void test_hostile_paths(void **state)
 	free(w2);
 }
 
+/* ---- the output's last step (tools/out_file.c) ---- */
+static int csv_ours(const unsigned char *h, size_t n)
+{
+	static const char head[] = "file,thread,";
+	return n >= sizeof(head) - 1 && !memcmp(h, head, sizeof(head) - 1);
+}
+
+static void put(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void assert_text(const char *path, const char *text)
+{
+	size_t n;
+	char *t = contents(path, &n);
+	assert_string_equal(t, text);
+	free(t);
+}
+
+/* Nothing but the names given (or NULL) in dir: no temporary left behind */
+static void assert_only(const char *dir, const char *a, const char *b)
+{
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && (!a || strcmp(e->d_name, a)) &&
+		    (!b || strcmp(e->d_name, b)))
+			fail_msg("%s/%s left behind", dir, e->d_name);
+	closedir(d);
+}
+
+/* What appears at the path while the export is written is never replaced:
+ * a file where there was nothing (RENAME_NOREPLACE, or link()), another
+ * file put in place of the earlier export, the earlier export rewritten
+ * by its user meanwhile (swapped out, found changed, swapped back); an
+ * earlier export that appeared is replaced; each with renameat2 and
+ * without it. */
+static void test_output_races(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/nc-test-races-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char p[256], moved[512], why[512];
+	snprintf(p, sizeof(p), "%s/out.csv", dir);
+	snprintf(moved, sizeof(moved), "%s/moved", dir);
+	for (int no2 = 0; no2 < 2; no2++) {
+		nc_out_test_no_renameat2 = no2;
+		struct nc_out o;
+		/* nothing there at the open, a text file at the close */
+		assert_int_equal(nc_out_open(&o, p, csv_ours, why, sizeof(why)), 0);
+		fputs("file,thread,new\n", o.f);
+		put(p, "notes\n");
+		assert_int_equal(nc_out_close(&o, 1, why, sizeof(why)), -1);
+		assert_non_null(strstr(why, "found there at the end; the export was not kept"));
+		assert_text(p, "notes\n");
+		assert_only(dir, "out.csv", NULL);
+		/* nothing there, an earlier export at the close: replaced */
+		unlink(p);
+		assert_int_equal(nc_out_open(&o, p, csv_ours, why, sizeof(why)), 0);
+		fputs("file,thread,new\n", o.f);
+		put(p, "file,thread,old\n");
+		assert_int_equal(nc_out_close(&o, 1, why, sizeof(why)), 0);
+		assert_text(p, "file,thread,new\n");
+		assert_only(dir, "out.csv", NULL);
+		/* an earlier export at the open, moved away and a text file put
+		 * there: both stay */
+		assert_int_equal(nc_out_open(&o, p, csv_ours, why, sizeof(why)), 0);
+		fputs("file,thread,newer\n", o.f);
+		assert_int_equal(rename(p, moved), 0);
+		put(p, "notes\n");
+		assert_int_equal(nc_out_close(&o, 1, why, sizeof(why)), -1);
+		assert_non_null(strstr(why, "not an earlier nanoclock export"));
+		assert_text(p, "notes\n");
+		assert_text(moved, "file,thread,new\n");
+		assert_only(dir, "out.csv", "moved");
+		unlink(moved);
+		/* the earlier export rewritten in place by its user meanwhile */
+		put(p, "file,thread,old\n");
+		struct stat before, after;
+		assert_int_equal(stat(p, &before), 0);
+		assert_int_equal(nc_out_open(&o, p, csv_ours, why, sizeof(why)), 0);
+		fputs("file,thread,new\n", o.f);
+		put(p, "notes now\n");
+		assert_int_equal(nc_out_close(&o, 1, why, sizeof(why)), -1);
+		assert_text(p, "notes now\n");
+		assert_int_equal(stat(p, &after), 0);
+		assert_true(before.st_ino == after.st_ino);
+		assert_only(dir, "out.csv", NULL);
+		unlink(p);
+		/* a write error: the reason said, nothing put there */
+		assert_int_equal(nc_out_open(&o, p, csv_ours, why, sizeof(why)), 0);
+		o.err = ENOSPC;
+		assert_int_equal(nc_out_close(&o, 1, why, sizeof(why)), -1);
+		assert_non_null(strstr(why, "No space left on device; nothing was put there"));
+		assert_only(dir, NULL, NULL);
+		/* a CTF directory: one that appeared with other files stays */
+		assert_int_equal(nc_out_dir_open(&o, p, why, sizeof(why)), 0);
+		assert_int_equal(mkdir(p, 0755), 0);
+		snprintf(moved, sizeof(moved), "%s/notes", p);
+		put(moved, "mine\n");
+		assert_int_equal(nc_out_close(&o, 1, why, sizeof(why)), -1);
+		assert_non_null(strstr(why, "found there at the end; the export was not kept"));
+		assert_text(moved, "mine\n");
+		assert_int_equal(unlink(moved), 0);
+		/* and an empty one of this user's is replaced */
+		assert_int_equal(nc_out_dir_open(&o, p, why, sizeof(why)), 0);
+		assert_int_equal(nc_out_close(&o, 1, why, sizeof(why)), 0);
+		assert_only(dir, "out.csv", NULL);
+		assert_int_equal(rmdir(p), 0);
+		snprintf(moved, sizeof(moved), "%s/moved", dir);
+	}
+	nc_out_test_no_renameat2 = 0;
+	assert_int_equal(rmdir(dir), 0);
+}
+
 /* --help and -h: usage with every option on stdout, exit 0. */
 static void test_help(void **state)
 {
@@ -599,6 +724,7 @@ int main(void)
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_usage),
 		cmocka_unit_test(test_hostile_paths),
+		cmocka_unit_test(test_output_races),
 		cmocka_unit_test(test_help),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -41,6 +41,15 @@ void nc_export_jstr(FILE *f, const char *s);
 /* A number for JSON: null if not finite. */
 void nc_export_jnum(FILE *f, const char *fmt, double v);
 
+/* 1 if head[0..n-1], the first bytes of a file, begin an export of this
+ * format that this tool wrote: CSV (its header line), Chrome JSON (its
+ * first key, naming nanoclock), Perfetto (its first packet's fields).
+ * Such a file of the user's may be replaced by a new export
+ * (tools/out_file.c); nothing else is.  The first 4096 bytes are enough. */
+int nc_export_csv_is_ours(const unsigned char *head, size_t n);
+int nc_export_chrome_is_ours(const unsigned char *head, size_t n);
+int nc_export_perfetto_is_ours(const unsigned char *head, size_t n);
+
 /* The exporters.  0, or a negative NC_* error; the output's own write
  * errors are the caller's to check (ferror). */
 int nc_export_csv(FILE *f, struct nc_export *x);

@@ -19,6 +19,7 @@
 
 #include <inttypes.h>
 #include <nanoclock.h>
+#include <string.h>
 
 /* microseconds from origin, with ns decimals */
 static void rel_us(FILE *f, int64_t v, int64_t origin)
@@ -61,6 +62,15 @@ static void clock_record(FILE *f, const struct nc_export *x, unsigned i)
 	fprintf(f, ", \"cross_cpu\": \"%s\"}", verdict_name(in.sync_verdict));
 }
 
+/* The text every export starts with, up to the version: also how an
+ * earlier one is recognised (a JSON reader sees an ordinary key). */
+#define HEAD "{\"displayTimeUnit\": \"ns\",\n \"otherData\": {\"generator\": \"nanoclock "
+
+int nc_export_chrome_is_ours(const unsigned char *head, size_t n)
+{
+	return n >= sizeof(HEAD) - 1 && !memcmp(head, HEAD, sizeof(HEAD) - 1);
+}
+
 int nc_export_chrome(FILE *f, struct nc_export *x)
 {
 	/* the time origin: the earliest event (mono for one file, Unix time
@@ -79,8 +89,7 @@ int nc_export_chrome(FILE *f, struct nc_export *x)
 		}
 		have = 1;
 	}
-	fprintf(f, "{\"displayTimeUnit\": \"ns\",\n \"otherData\": {\"generator\": \"nanoclock %s\", "
-		   "\"time_origin_unix_ns\": %" PRId64 ", \"timebase\": \"%s\",\n  \"clocks\": [",
+	fprintf(f, HEAD "%s\", \"time_origin_unix_ns\": %" PRId64 ", \"timebase\": \"%s\",\n  \"clocks\": [",
 		nc_version(), origin_unix, x->by_unix ? "unix" : "CLOCK_MONOTONIC_RAW");
 	for (unsigned i = 0; i < x->n; i++)
 		clock_record(f, x, i);

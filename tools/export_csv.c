@@ -4,6 +4,7 @@
 #include "export.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 static const char *kind_name(unsigned k)
 {
@@ -24,11 +25,20 @@ static void csv_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* the first line: also how an earlier CSV export is recognised */
+static const char header[] =
+	"file,thread,thread_name,seq,gseq,kind,id,name,arg,ticks,mono_ns,unix_ns,cpu_ns\n";
+
+int nc_export_csv_is_ours(const unsigned char *head, size_t n)
+{
+	return n >= sizeof(header) - 1 && !memcmp(head, header, sizeof(header) - 1);
+}
+
 int nc_export_csv(FILE *f, struct nc_export *x)
 {
 	char nb[32];
 	struct nc_trace_rec e;
-	fprintf(f, "file,thread,thread_name,seq,gseq,kind,id,name,arg,ticks,mono_ns,unix_ns,cpu_ns\n");
+	fputs(header, f);
 	while (nc_export_next(x, &e)) {
 		struct nc_trace_thread_info t;
 		nc_trace_read_thread(x->r[e.file], e.thread, &t);

@@ -179,6 +179,37 @@ static void snapshot(struct pb *p, int64_t mono, int64_t unx)
 	msg(p, TP_CLOCK_SNAPSHOT, &cs);
 }
 
+/* A sequence's first packet up to its clocks: the sequence, state
+ * cleared, the argument names interned. */
+static void first_fields(struct pb *p, unsigned file)
+{
+	struct pb id = {.n = 0}, e = {.n = 0};
+	u64(p, TP_SEQ_ID, file + 1);
+	u64(p, TP_SEQ_FLAGS, SEQ_CLEARED);
+	for (unsigned i = 0; i < sizeof(arg_names) / sizeof(arg_names[0]); i++) {
+		e.n = 0;
+		u64(&e, IN_IID, i + 1);
+		str(&e, IN_NAME, arg_names[i]);
+		msg(&id, ID_ANNOTATION_NAMES, &e);
+	}
+	msg(p, TP_INTERNED, &id);
+}
+
+/* An earlier export: a first packet (field 1, its length) that starts
+ * with the first file's fields exactly as first_fields writes them. */
+int nc_export_perfetto_is_ours(const unsigned char *head, size_t n)
+{
+	struct pb p = {.n = 0};
+	first_fields(&p, 0);
+	size_t k = 1;
+	if (n < 2 || head[0] != (TRACE_PACKET << 3 | 2))
+		return 0;
+	while (k < n && k < 11 && (head[k] & 0x80))
+		k++;
+	k++; /* the length's last byte */
+	return !p.over && n >= k && n - k >= p.n && !memcmp(head + k, p.b, p.n);
+}
+
 /* The sequence's first packets: state cleared, argument names, clocks,
  * the process's and threads' tracks. */
 static int sequence_start(FILE *f, const struct nc_export *x, unsigned file, struct seq_state *s)
@@ -187,16 +218,8 @@ static int sequence_start(FILE *f, const struct nc_export *x, unsigned file, str
 	nc_trace_read_info(x->r[file], &in);
 	int64_t mono = in.events ? in.first_mono_ns : in.tie_mono_ns;
 	int64_t unx = in.events ? in.first_unix_ns : in.tie_unix_ns;
-	struct pb p = {.n = 0}, id = {.n = 0}, e = {.n = 0};
-	u64(&p, TP_SEQ_ID, file + 1);
-	u64(&p, TP_SEQ_FLAGS, SEQ_CLEARED);
-	for (unsigned i = 0; i < sizeof(arg_names) / sizeof(arg_names[0]); i++) {
-		e.n = 0;
-		u64(&e, IN_IID, i + 1);
-		str(&e, IN_NAME, arg_names[i]);
-		msg(&id, ID_ANNOTATION_NAMES, &e);
-	}
-	msg(&p, TP_INTERNED, &id);
+	struct pb p = {.n = 0};
+	first_fields(&p, file);
 	snapshot(&p, mono, unx);
 	s->off = (int64_t)((uint64_t)unx - (uint64_t)mono);
 	if (emit(f, &p))

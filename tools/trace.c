@@ -272,9 +272,14 @@ static const char help_export[] =
 	"  --format perfetto  Perfetto protobuf (-o FILE, or a pipe): ui.perfetto.dev\n"
 	"  --format chrome    Chrome Trace Event JSON: Perfetto UI, chrome://tracing\n"
 	"  --format csv       one line per event, every field\n"
-	"  -o OUT             output file or directory (default: standard output); written\n"
-	"                     to a new temporary beside it, renamed when complete (no link is\n"
-	"                     followed), mode 0644 (0755 for a directory) less the umask\n"
+	"  -o OUT             output file or directory (default: standard output, also -,\n"
+	"                     /dev/stdout, /dev/fd/N); written where nothing is, or over an\n"
+	"                     earlier export or an empty file of this user's, through a\n"
+	"                     temporary put in place when complete (mode 0644, 0755 for a\n"
+	"                     directory, less the umask; a replaced file keeps its mode);\n"
+	"                     a FIFO with a reader, /dev/null or a terminal in place;\n"
+	"                     anything else (another file, a link, a device...) is left\n"
+	"                     alone: exit status 1, one line saying what is there\n"
 	"  -h, --help         this text\n"
 	"A progress line goes to stderr on long exports when it is a terminal.\n"
 	"exit status: 0 ok; 1 unreadable, not a valid trace, or the output failed;\n"
@@ -563,6 +568,13 @@ static int cmd_stats(int argc, char **argv)
 
 enum { FMT_NONE, FMT_CSV, FMT_CHROME, FMT_PERFETTO, FMT_CTF };
 
+/* An earlier export in any of the file formats: -o may replace it */
+static int export_is_ours(const unsigned char *head, size_t n)
+{
+	return nc_export_csv_is_ours(head, n) || nc_export_chrome_is_ours(head, n) ||
+	       nc_export_perfetto_is_ours(head, n);
+}
+
 static int cmd_export(int argc, char **argv)
 {
 	int fmt = FMT_NONE;
@@ -603,7 +615,8 @@ static int cmd_export(int argc, char **argv)
 			 NULL);
 	if (!rc && fmt == FMT_CTF && !out)
 		rc = bad("export", "--format ctf writes a directory: -o DIR is needed", NULL);
-	if (!rc && fmt == FMT_PERFETTO && (!out || !strcmp(out, "-")) && isatty(STDOUT_FILENO))
+	if (!rc && fmt == FMT_PERFETTO && (!out || !strcmp(out, "-") || !strcmp(out, "/dev/stdout")) &&
+	    isatty(STDOUT_FILENO))
 		rc = bad("export", "--format perfetto is binary: -o FILE, or a pipe, is needed", NULL);
 	if (rc) {
 		free(files);
@@ -622,8 +635,10 @@ static int cmd_export(int argc, char **argv)
 	struct nc_out o;
 	char why[512];
 	if (!rc) {
+		/* any earlier export of this tool's may be replaced, whatever its
+		 * format: nothing else */
 		int e = fmt == FMT_CTF ? nc_out_dir_open(&o, out, why, sizeof(why))
-				       : nc_out_open(&o, out, why, sizeof(why));
+				       : nc_out_open(&o, out, export_is_ours, why, sizeof(why));
 		if (e) {
 			fprintf(stderr, "nanoclock trace export: %s\n", why);
 			rc = 1;
@@ -643,7 +658,12 @@ static int cmd_export(int argc, char **argv)
 				e = me;
 		}
 		if (e) {
-			fprintf(stderr, "nanoclock trace export: %s\n", why[0] ? why : nc_trace_strerror(e));
+			/* the output named: a CTF file's write error says only its own
+			 * name (stream_0_0: No space left on device) */
+			fprintf(stderr, "nanoclock trace export: %s%s%s%s\n", fmt == FMT_CTF ? out : "",
+				fmt == FMT_CTF ? ": " : "", why[0] ? why : nc_trace_strerror(e),
+				fmt != FMT_CTF ? "" : o.have_old ? "; the earlier export there is left as it was"
+								 : "; nothing was put there");
 			rc = 1;
 		}
 		if (nc_out_close(&o, !rc, why, sizeof(why)) != 0) {

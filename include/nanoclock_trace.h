@@ -93,7 +93,8 @@ struct nc_trace_buf; /* one thread's buffer (layout below: ABI) */
  * ENOSPC...; no SIGPIPE is raised).  The flush
  * thread runs with every signal blocked.
  * 0, NC_EINVAL, NC_ERANGE (a config value), NC_TRACE_EIO (errno says
- * why), NC_TRACE_ENOMEM, NC_ESYS (the flush thread could not start). */
+ * why), NC_TRACE_ENOMEM, NC_ESYS (the flush thread could not start: errno
+ * says why). */
 NC_API int nc_trace_open(struct nc_trace **out, const char *path,
 			 const struct nc_trace_config *c);
 

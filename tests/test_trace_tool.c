@@ -16,7 +16,12 @@
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 /* The tool's output code itself, built in (with a switch to take the paths
@@ -678,6 +683,57 @@ static void test_output_races(void **state)
 }
 
 /* --help and -h: usage with every option on stdout, exit 0. */
+/* `trace demo` where the threads cannot be made (clone denied by a seccomp
+ * filter): exit 1 and a line that says what failed (it said only "system
+ * call failed") */
+static void test_demo_without_threads(void **state)
+{
+	(void)state;
+	const char *emu = getenv("NC_TEST_RUN");
+	if (emu && emu[0]) {
+		print_message("  (an emulator's own threads need clone: not run here)\n");
+		skip();
+	}
+	char *f = tmp_path("nothreads");
+	unlink(f);
+	char bin[PATH_MAX + 256];
+	snprintf(bin, sizeof(bin), "%s", tool);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int o = open(out_path, O_WRONLY | O_TRUNC | O_CREAT, 0644);
+		int e = open(err_path, O_WRONLY | O_TRUNC | O_CREAT, 0644);
+		dup2(o, 1);
+		dup2(e, 2);
+		/* clone3 unknown (libc falls back to clone), clone denied */
+		struct sock_filter filter[] = {
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#ifdef SYS_clone3
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+#endif
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 1),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+		struct sock_fprog prog = {(unsigned short)(sizeof(filter) / sizeof(filter[0])), filter};
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+			_exit(77);
+		execl(bin, "nanoclock", "trace", "demo", f, (char *)NULL);
+		_exit(78);
+	}
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	char *err = contents(err_path, NULL);
+	print_message("  clone denied: status %d, '%s'\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1, err);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	assert_non_null(strstr(err, "flush thread could not start: Operation not permitted"));
+	free(err);
+	unlink(f);
+	free(f);
+}
+
 static void test_help(void **state)
 {
 	(void)state;
@@ -725,6 +781,7 @@ int main(void)
 		cmocka_unit_test(test_usage),
 		cmocka_unit_test(test_hostile_paths),
 		cmocka_unit_test(test_output_races),
+		cmocka_unit_test(test_demo_without_threads),
 		cmocka_unit_test(test_help),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

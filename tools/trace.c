@@ -469,11 +469,18 @@ static int cmd_demo(int argc, char **argv)
 	int rc = nc_trace_open(&d.t, path, &c);
 	if (rc) {
 		int e = errno;
-		fprintf(stderr, "nanoclock trace demo: %s: %s\n", path,
-			rc != NC_TRACE_EIO ? nc_trace_strerror(rc)
-			: e == ENXIO	   ? "a FIFO with no reader"
-			: e == ELOOP	   ? "a symbolic link (not followed)"
-					   : strerror(e));
+		if (rc == NC_ESYS) /* the flush thread (clone denied, no memory for a stack) */
+			fprintf(stderr, "nanoclock trace demo: %s: the trace's flush thread could not "
+				"start: %s\n", path, strerror(e));
+		else
+			fprintf(stderr, "nanoclock trace demo: %s: %s\n", path,
+				rc != NC_TRACE_EIO ? nc_trace_strerror(rc)
+				: e == ENXIO	   ? "a FIFO with no reader"
+				: e == ELOOP	   ? "a symbolic link (not followed)"
+				: e == EEXIST	   ? "something is there that is not an earlier trace of this "
+						     "user's (left alone)"
+				: e == EISDIR	   ? "a directory"
+						   : strerror(e));
 		return 1;
 	}
 	nc_trace_name(d.t, ID_PRODUCE, "produce");
@@ -504,7 +511,9 @@ static int cmd_demo(int argc, char **argv)
 	uint64_t t1 = nc_now_ns();
 	rc = nc_trace_close(d.t);
 	if (rc) {
-		fprintf(stderr, "nanoclock trace demo: %s: %s\n", path, nc_trace_strerror(rc));
+		int e = errno; /* the failed write's */
+		fprintf(stderr, "nanoclock trace demo: %s: %s: %s\n", path, nc_trace_strerror(rc),
+			strerror(e));
 		return 1;
 	}
 	if (d.err == 2)

@@ -432,6 +432,7 @@ int nc_trace_open(struct nc_trace **out, const char *path, const struct nc_trace
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		if (prc != 0) {
 			nc_trace_close(t);
+			errno = prc; /* what pthread_create said (clone denied: EPERM) */
 			return NC_ESYS;
 		}
 		t->flusher_on = 1;

@@ -186,6 +186,7 @@ NC_API int nc_upkeep_stop(void);
 #define NC_UTC_SRC_NONE 0
 #define NC_UTC_SRC_ADJTIMEX 1 /* the kernel's maxerror and offset (adjtimex) */
 #define NC_UTC_SRC_CHRONY 2   /* chronyd's tracking report over its command port */
+#define NC_UTC_SRC_CLOCKBOUND 3 /* AWS ClockBound's shared memory segment */
 struct nc_utc {
 	int64_t earliest_ns;  /* UTC is at or after this (Unix ns) ... */
 	int64_t latest_ns;    /* ... and at or before this */
@@ -233,6 +234,16 @@ struct nc_utc_status {
 				      and why it was or was not used */
 };
 NC_API int nc_get_utc_status(struct nc_utc_status *st);
+
+/* Publishes the bound on |CLOCK_REALTIME - UTC| (the source's bound and
+ * its drift since, without nanoclock's tie) as an AWS ClockBound shared
+ * memory segment, protocol version 2, at path: existing ClockBound clients
+ * read it unchanged.  Updated in place (clients keep their mapping); made
+ * where nothing is; never over anything but a ClockBound segment of this
+ * user's (anything else is left alone: NC_ESYS, errno EEXIST, why says
+ * what is there).  `nanoclock daemon --clockbound PATH` calls it every
+ * second.  0, NC_EINVAL (not an absolute path), NC_ESYS with why[]. */
+NC_API int nc_utc_publish_clockbound(const char *path, char *why, size_t whylen);
 
 /* Initialise when the program loads rather than at the first call: write
  * NC_INIT_AT_LOAD() once, at file scope, in one source file of the

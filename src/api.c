@@ -227,6 +227,30 @@ int nc_get_utc_status(struct nc_utc_status *st)
 	return 0;
 }
 
+int nc_utc_publish_clockbound(const char *path, char *why, size_t whylen)
+{
+	char w[256] = "";
+	if (!path || path[0] != '/') {
+		if (why && whylen)
+			nc__copy(why, whylen, "not an absolute path");
+		return NC_EINVAL;
+	}
+	nc__enter();
+	struct nc_utc r;
+	(void)nc_utc_now(&r); /* starts the source; a due refresh asks it */
+	struct nc__clockbound_out o;
+	nc__lock();
+	nc__utc_clockbound_figures(&o);
+	nc__unlock();
+	int rc = nc__utc_clockbound_publish(path, &o, w, sizeof(w)) == 0 ? 0 : NC_ESYS;
+	int e = errno;
+	if (why && whylen)
+		nc__copy(why, whylen, w);
+	nc__leave();
+	errno = e;
+	return rc;
+}
+
 const char *nc_utc_status_name(int status)
 {
 	static const char *const names[] = {"unknown", "synchronised", "free-running", "disrupted"};
@@ -235,8 +259,8 @@ const char *nc_utc_status_name(int status)
 
 const char *nc_utc_source_name(int source)
 {
-	static const char *const names[] = {"none", "adjtimex", "chrony"};
-	return source >= 0 && source <= 2 ? names[source] : "?";
+	static const char *const names[] = {"none", "adjtimex", "chrony", "clockbound"};
+	return source >= 0 && source <= 3 ? names[source] : "?";
 }
 
 /* Sleeps in steps no longer than what is left: earliest_ns advances at

@@ -168,10 +168,21 @@ for kind in text empty link fifo dir device; do
 	else
 		bad "--once over $kind: status $st, '$(cat "$tmp/err")'; before '$before', after '$after'"
 	fi
+	# the same thing where the ClockBound segment is asked for
+	"$TOOL" daemon --once --record "$tmp/kinds/rec" --clockbound "$P" > /dev/null 2> "$tmp/err"
+	st=$?
+	after=$(snap "$P"; snap "$tmp/kinds/target")
+	if [ $st -eq 1 ] && grep -q "left alone" "$tmp/err" && [ "$before" = "$after" ] &&
+		[ -z "$(find "$tmp/kinds" -name 'notes.txt.*.new')" ]; then
+		ok "--clockbound over $kind: status 1, left alone"
+	else
+		bad "--clockbound over $kind: status $st, '$(cat "$tmp/err")'; before '$before', after '$after'"
+	fi
+	rm -f "$tmp/kinds/rec"
 	rm -rf "$P" "$tmp/kinds/target"
 done
 
-for args in "--interval 0" "--interval x" "--record relative" "--record" "--bogus"; do
+for args in "--interval 0" "--interval x" "--record relative" "--record" "--clockbound relative" "--clockbound" "--bogus"; do
 	# shellcheck disable=SC2086
 	"$TOOL" daemon $args > /dev/null 2> "$tmp/err"
 	st=$?

@@ -34,6 +34,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timex.h>
@@ -607,6 +608,332 @@ static void case_kernel_slewing(const char *arg)
 	CHECK(rc == 0 && n > 1000 && bad == 0);
 }
 
+/* ---- ClockBound's segment, written by the test from the protocol's text ---- */
+struct cbseg {
+	uint16_t version, generation;
+	int64_t as_of_ns, void_ns, bound_ns; /* CLOCK_MONOTONIC_COARSE */
+	uint64_t marker;
+	uint32_t drift_ppb;
+	int32_t status;
+	uint32_t size;
+	const char *magic;
+};
+
+static int64_t coarse_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* PROTOCOL.md, version 2 (native byte order): magic, segment size (u32),
+ * version (u16), generation (u16), as-of and void-after (i64 s, i64 ns),
+ * bound (i64 ns), disruption marker (u64), max drift (u32 ppb), status
+ * (i32), disruption support (u8); version 1: max drift at 56, status at 64 */
+static void cb_encode(unsigned char *p, const struct cbseg *g)
+{
+	memset(p, 0, 80);
+	memcpy(p, g->magic ? g->magic : "AMZNCB\x02\x00", 8);
+	memcpy(p + 8, &g->size, 4);
+	memcpy(p + 12, &g->version, 2);
+	memcpy(p + 14, &g->generation, 2);
+	int64_t t[4] = {g->as_of_ns / 1000000000, g->as_of_ns % 1000000000, g->void_ns / 1000000000,
+			g->void_ns % 1000000000};
+	memcpy(p + 16, t, 32);
+	memcpy(p + 48, &g->bound_ns, 8);
+	if (g->version == 1) {
+		memcpy(p + 56, &g->drift_ppb, 4);
+		memcpy(p + 64, &g->status, 4);
+	} else {
+		memcpy(p + 56, &g->marker, 8);
+		memcpy(p + 64, &g->drift_ppb, 4);
+		memcpy(p + 68, &g->status, 4);
+	}
+}
+
+static struct cbseg cb_good(int64_t bound_ns)
+{
+	int64_t now = coarse_ns();
+	struct cbseg g = {2, 2, now, now + 60000000000, bound_ns, 0, 15000, 1, 80, NULL};
+	return g;
+}
+
+static char cb_path[64];
+static volatile unsigned char *cb_map;
+
+/* the segment's file, mapped: the test writes it in place as clockbound-d does */
+static void cb_make(const struct cbseg *g)
+{
+	snprintf(cb_path, sizeof(cb_path), "/tmp/nc-cb-%d", (int)getpid());
+	unlink(cb_path);
+	int fd = open(cb_path, O_RDWR | O_CREAT | O_EXCL, 0644);
+	CHECK(fd >= 0 && ftruncate(fd, 80) == 0);
+	void *m = mmap(NULL, 80, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(m != MAP_FAILED);
+	close(fd);
+	cb_map = m;
+	unsigned char b[80];
+	cb_encode(b, g);
+	memcpy((void *)(uintptr_t)cb_map, b, 80);
+	char v[96];
+	snprintf(v, sizeof(v), "clockbound:%s", cb_path);
+	setenv("NANOCLOCK_UTC_SOURCE", v, 1);
+}
+
+/* rewritten in place: generation odd, the fields, generation even */
+static void cb_write(struct cbseg *g)
+{
+	uint16_t gen = (uint16_t)(g->generation + 1);
+	__atomic_store_n((uint16_t *)(uintptr_t)(cb_map + 14), gen, __ATOMIC_RELEASE);
+	unsigned char b[80];
+	g->generation = gen;
+	cb_encode(b, g);
+	for (int i = 0; i < 80; i++)
+		if (i < 14 || i >= 16)
+			cb_map[i] = b[i];
+	g->generation = (uint16_t)(gen + 1);
+	__atomic_store_n((uint16_t *)(uintptr_t)(cb_map + 14), g->generation, __ATOMIC_RELEASE);
+}
+
+/* a good segment: every interval holds REALTIME + 4 ms (the bound is
+ * 5 ms); no wider than its bound + the drift since + the tie */
+static void case_clockbound_good(const char *arg)
+{
+	int version = atoi(arg);
+	struct cbseg g = cb_good(5000000);
+	g.version = (uint16_t)version;
+	g.size = version == 1 ? 72 : 80;
+	cb_make(&g);
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", "50", 1);
+	CHECK(nc_utc_start() == 0);
+	long n = 0;
+	for (int64_t t0 = real_ns(); real_ns() - t0 < 1000000000; n++) {
+		struct nc_utc u;
+		int64_t a = real_ns();
+		int st = nc_utc_now(&u);
+		int64_t b = real_ns();
+		CHECK(st == NC_UTC_SYNCHRONISED && u.source == NC_UTC_SRC_CLOCKBOUND);
+		check_holds(&u, a, b, 4000000);
+		if (n % 100 == 0) {
+			struct nc_utc_status s;
+			nc_get_utc_status(&s);
+			/* ClockBound's as-of is the coarse clock's: the age counted from
+			 * the fine one is at least its own */
+			double allowed = s.source_bound_ns + s.tie_ns + s.drift_ppm * s.age_s * 1e3 + 3;
+			CHECK(s.half_width_ns <= allowed && s.source_bound_ns == 5e6 && s.drift_ppm == 15);
+		}
+		usleep(500);
+	}
+	fprintf(stderr, "case: version %d segment: %ld reads, each holding REALTIME + 4 ms\n", version, n);
+}
+
+/* a segment to refuse from the start: unknown (or disrupted), the reason */
+static void case_clockbound_bad(const char *arg)
+{
+	int which = atoi(arg);
+	struct cbseg g = cb_good(5000000);
+	static const char *const want[] = {"its magic", "version 3", "bytes", "void", "unknown status",
+					   "disrupted", "mid-write", "out of range"};
+	if (which == 0)
+		g.magic = "AMZNCB\x03\x00";
+	if (which == 1)
+		g.version = 3;
+	if (which == 2)
+		g.size = 40;
+	if (which == 3)
+		g.void_ns = g.as_of_ns + 1, g.as_of_ns -= 1000000;
+	if (which == 4)
+		g.status = 0;
+	if (which == 5)
+		g.status = 3;
+	if (which == 6)
+		g.generation = 7; /* a writer that died mid-write */
+	if (which == 7)
+		g.bound_ns = -5;
+	cb_make(&g);
+	CHECK(nc_utc_start() == NC_EUNKNOWN);
+	struct nc_utc u;
+	int st = nc_utc_now(&u);
+	struct nc_utc_status s;
+	nc_get_utc_status(&s);
+	fprintf(stderr, "case: segment %d: %s: %s\n", which, nc_utc_status_name(st), s.why);
+	CHECK(st == (which == 5 ? NC_UTC_DISRUPTED : NC_UTC_UNKNOWN));
+	CHECK(u.earliest_ns == INT64_MIN && u.latest_ns == INT64_MAX && strstr(s.why, want[which]));
+	unlink(cb_path);
+}
+
+/* a writer rewriting the segment all the time, its fields garbage while
+ * the generation is odd: no read ever takes a torn version (each whole
+ * version holds the truth, a torn one would not) */
+static volatile int cb_stop;
+static void *cb_writer(void *arg)
+{
+	struct cbseg *g = arg;
+	for (uint64_t i = 0; !cb_stop; i++) {
+		uint16_t gen = (uint16_t)(g->generation + 1);
+		__atomic_store_n((uint16_t *)(uintptr_t)(cb_map + 14), gen, __ATOMIC_RELEASE);
+		int64_t zero = 0;
+		memcpy((void *)(uintptr_t)(cb_map + 48), &zero, 8); /* garbage mid-write: bound 0 */
+		for (volatile int k = 0; k < 200; k++) {
+		}
+		g->generation = gen;
+		g->bound_ns = i & 1 ? 3000000 : 2000000;
+		g->as_of_ns = coarse_ns();
+		g->void_ns = g->as_of_ns + 60000000000;
+		unsigned char b[80];
+		cb_encode(b, g);
+		for (int j = 0; j < 80; j++)
+			if (j < 14 || j >= 16)
+				cb_map[j] = b[j];
+		g->generation = (uint16_t)(gen + 1);
+		__atomic_store_n((uint16_t *)(uintptr_t)(cb_map + 14), g->generation, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static void case_clockbound_torn(const char *arg)
+{
+	(void)arg;
+	static struct cbseg g;
+	g = cb_good(2000000);
+	cb_make(&g);
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", "2", 1);
+	CHECK(nc_utc_start() == 0);
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, cb_writer, &g) == 0);
+	long n = 0, torn = 0;
+	for (int64_t t0 = real_ns(); real_ns() - t0 < 1500000000; n++) {
+		struct nc_utc u;
+		int64_t a = real_ns();
+		int st = nc_utc_now(&u);
+		int64_t b = real_ns();
+		/* the truth: REALTIME + 1.5 ms, inside both whole versions' bounds */
+		if (st == NC_UTC_SYNCHRONISED || st == NC_UTC_FREE_RUNNING)
+			check_holds(&u, a, b, 1500000);
+		else
+			torn++;
+		usleep(200);
+	}
+	cb_stop = 1;
+	pthread_join(th, NULL);
+	struct nc_utc_status s;
+	nc_get_utc_status(&s);
+	fprintf(stderr, "case: %ld reads beside a writer on the other CPU: every one held the truth "
+		"(%ld without a bound; %s)\n", n, torn, s.why[0] ? s.why : "synchronised");
+	CHECK(n > 1000);
+	unlink(cb_path);
+}
+
+/* a good segment that turns bad: void, then disrupted (a VM moved): no
+ * stale interval, disrupted at the next refresh */
+static void case_clockbound_turns_bad(const char *arg)
+{
+	(void)arg;
+	struct cbseg g = cb_good(5000000);
+	cb_make(&g);
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", "20", 1);
+	CHECK(nc_utc_start() == 0);
+	struct nc_utc u;
+	for (int i = 0; i < 50; i++) {
+		CHECK(nc_utc_now(&u) == NC_UTC_SYNCHRONISED);
+		usleep(1000);
+	}
+	/* void: its own void-after time passes (clockbound-d stopped) */
+	g.as_of_ns = coarse_ns() - 1000000;
+	g.void_ns = coarse_ns() + 1000000;
+	cb_write(&g);
+	usleep(100000);
+	int st = nc_utc_now(&u);
+	struct nc_utc_status s;
+	nc_get_utc_status(&s);
+	fprintf(stderr, "case: void: %s: %s\n", nc_utc_status_name(st), s.why);
+	CHECK(st == NC_UTC_FREE_RUNNING || st == NC_UTC_UNKNOWN);
+	/* disrupted: within one refresh (20 ms), no bound */
+	g = cb_good(5000000);
+	g.generation = 100;
+	g.status = 3;
+	cb_write(&g);
+	int64_t t0 = real_ns();
+	while ((st = nc_utc_now(&u)) != NC_UTC_DISRUPTED && real_ns() - t0 < 1000000000)
+		usleep(500);
+	fprintf(stderr, "case: disrupted after %.1f ms\n", (double)(real_ns() - t0) / 1e6);
+	CHECK(st == NC_UTC_DISRUPTED && u.earliest_ns == INT64_MIN && u.latest_ns == INT64_MAX);
+	CHECK(real_ns() - t0 < 200000000);
+	CHECK(nc_utc_wait_past(0, 1) == NC_EUNKNOWN);
+	/* valid again: a bound again */
+	g.status = 1;
+	g.as_of_ns = coarse_ns();
+	g.void_ns = g.as_of_ns + 60000000000;
+	cb_write(&g);
+	t0 = real_ns();
+	while ((st = nc_utc_now(&u)) != NC_UTC_SYNCHRONISED && real_ns() - t0 < 1000000000)
+		usleep(500);
+	CHECK(st == NC_UTC_SYNCHRONISED);
+	unlink(cb_path);
+}
+
+/* `nanoclock daemon --clockbound PATH --once` with the test's chronyd as the
+ * source: a segment that a reader written from PROTOCOL.md (python) decodes
+ * to the source's bound, and that nanoclock reads back */
+static void case_clockbound_daemon(const char *arg)
+{
+	(void)arg;
+	/* the tool built beside this test ($(B)/tests/../nanoclock), run as
+	 * the tests run (NC_TEST_RUN: qemu-user for a cross build) */
+	char self[512], tool[1200];
+	ssize_t sn = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	CHECK(sn > 0);
+	self[sn] = 0;
+	*strrchr(self, '/') = 0;
+	const char *runner = getenv("NC_TEST_RUN");
+	snprintf(tool, sizeof(tool), "%s/../nanoclock", self);
+	CHECK(access(tool, X_OK) == 0);
+	snprintf(tool, sizeof(tool), "%s%s%s/../nanoclock", runner ? runner : "",
+		 runner && runner[0] ? " " : "", self);
+	start_fake(GOOD); /* sets NANOCLOCK_UTC_SOURCE for the tool */
+	char dir[] = "/tmp/nc-cbd-XXXXXX", seg[96], rec[96], cmd[2048];
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(seg, sizeof(seg), "%s/shm0", dir);
+	snprintf(rec, sizeof(rec), "%s/record", dir);
+	snprintf(cmd, sizeof(cmd), "%s daemon --once --record %s --clockbound %s >&2", tool, rec, seg);
+	CHECK(system(cmd) == 0);
+	snprintf(cmd, sizeof(cmd),
+		 "python3 -c 'import struct,sys\n"
+		 "b=open(\"%s\",\"rb\").read()\n"
+		 "assert b[:8]==bytes([0x41,0x4D,0x5A,0x4E,0x43,0x42,0x02,0x00]),\"magic\"\n"
+		 "size,ver,gen=struct.unpack_from(\"=IHH\",b,8)\n"
+		 "a,an,v,vn,bound,marker,drift,status=struct.unpack_from(\"=qqqqqQIi\",b,16)\n"
+		 "assert size>=len(b)-0 and ver==2 and gen%%2==0 and status==1,(size,ver,gen,status)\n"
+		 "print(bound,drift,(v*10**9+vn)-(a*10**9+an))' > %s/decoded", seg, dir);
+	int rc = system(cmd);
+	char dp[128];
+	snprintf(dp, sizeof(dp), "%s/decoded", dir);
+	FILE *f = fopen(dp, "r");
+	long long bound = -1, drift = -1, void_after = -1;
+	if (f) {
+		CHECK(fscanf(f, "%lld %lld %lld", &bound, &drift, &void_after) == 3);
+		fclose(f);
+	}
+	double want = (0.0125 + 0.0001 + 0.00005) * 1e9;
+	fprintf(stderr, "case: python decoded rc %d: bound %lld ns (the source's %.0f), drift %lld ppb, "
+		"void after %.1f s\n", rc, bound, want, drift, (double)void_after / 1e9);
+	/* (1051 ppb: skew 0.05 + residual 0.001 + 1 ppm, rounded up from chrony's
+	 * float encoding) */
+	CHECK(rc == 0 && bound >= want && bound < want + 1000 && drift >= 1051 && drift <= 1052 &&
+	      void_after > 0);
+	/* and read back by nanoclock itself */
+	char v[128];
+	snprintf(v, sizeof(v), "clockbound:%s", seg);
+	setenv("NANOCLOCK_UTC_SOURCE", v, 1);
+	CHECK(nc_utc_start() == 0);
+	struct nc_utc u;
+	int64_t a = real_ns();
+	CHECK(nc_utc_now(&u) == NC_UTC_SYNCHRONISED);
+	check_holds(&u, a, real_ns(), truth_shift());
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	(void)!system(cmd);
+}
+
 /* ---- a real chronyd pair (Debian's chrony) on loopback ---- */
 static int free_port(void)
 {
@@ -792,6 +1119,19 @@ static const struct child_case cases[] = {
 	{"kernel_timesyncd", case_kernel_timesyncd, NULL, NULL, NULL},
 	{"kernel_slewing", case_kernel_slewing, NULL, NULL, NULL},
 	{"real_chronyd", case_real_chronyd, NULL, NULL, NULL},
+	{"clockbound_good_v2", case_clockbound_good, "2", NULL, NULL},
+	{"clockbound_good_v1", case_clockbound_good, "1", NULL, NULL},
+	{"clockbound_foreign", case_clockbound_bad, "0", NULL, NULL},
+	{"clockbound_version", case_clockbound_bad, "1", NULL, NULL},
+	{"clockbound_size", case_clockbound_bad, "2", NULL, NULL},
+	{"clockbound_void", case_clockbound_bad, "3", NULL, NULL},
+	{"clockbound_unknown", case_clockbound_bad, "4", NULL, NULL},
+	{"clockbound_disrupted", case_clockbound_bad, "5", NULL, NULL},
+	{"clockbound_stuck_odd", case_clockbound_bad, "6", NULL, NULL},
+	{"clockbound_range", case_clockbound_bad, "7", NULL, NULL},
+	{"clockbound_torn", case_clockbound_torn, NULL, NULL, NULL},
+	{"clockbound_turns_bad", case_clockbound_turns_bad, NULL, NULL, NULL},
+	{"clockbound_daemon", case_clockbound_daemon, NULL, NULL, NULL},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 

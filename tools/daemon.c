@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* `nanoclock daemon`: keeps a shared calibration record fresh for every
- * process of the machine (docs/shared-clock.md).
+ * process of the machine (docs/shared-clock.md), and with --clockbound an
+ * AWS ClockBound segment stating the bound on UTC every second
+ * (docs/time-across-machines.md).
  *
  * It reads the record it keeps (NANOCLOCK_SHARED=its path), so that a
  * restart continues the same tie and its ever longer baseline; runs the
@@ -109,9 +111,33 @@ int nc_daemon_main(const struct nc_daemon_opts *o)
 						 : "not checked");
 	fflush(stdout);
 	double said_ppm = INFINITY;
-	int failing = 0;
+	int failing = 0, cb_failing = 0;
+	/* the ClockBound segment: every second (its clients read a bound that
+	 * grows from its as-of time); the record every interval */
+	double step_s = o->clockbound && o->interval_s > 1 ? 1 : o->interval_s;
+	double since_record = INFINITY;
 	for (;;) {
 		(void)nc_now_ns(); /* a due refresh refines the rate first */
+		if (o->clockbound) {
+			char why[256];
+			int crc = nc_utc_publish_clockbound(o->clockbound, why, sizeof(why));
+			if (crc != 0 && (!cb_failing || o->once))
+				fprintf(stderr, "nanoclock daemon: ClockBound segment not written: %s\n", why);
+			if (crc == 0 && (cb_failing || o->once)) {
+				struct nc_utc_status us;
+				nc_get_utc_status(&us);
+				printf("nanoclock daemon: wrote ClockBound segment %s: %s, source %s\n",
+				       o->clockbound, nc_utc_status_name(us.status), nc_utc_source_name(us.source));
+				fflush(stdout);
+			}
+			cb_failing = crc != 0;
+			if (crc != 0 && o->once)
+				return 1;
+		}
+		since_record += step_s;
+		if (since_record < o->interval_s)
+			goto wait;
+		since_record = 0;
 		char why[192];
 		if (nc_shared_publish(o->record, verdict, shift_ns, ncpus, why, sizeof(why)) != 0) {
 			int e = errno;
@@ -137,8 +163,8 @@ int nc_daemon_main(const struct nc_daemon_opts *o)
 		}
 		if (o->once)
 			return 0;
-		struct timespec ts = {(time_t)o->interval_s,
-				      (long)((o->interval_s - floor(o->interval_s)) * 1e9)};
+	wait:;
+		struct timespec ts = {(time_t)step_s, (long)((step_s - floor(step_s)) * 1e9)};
 		int sig = sigtimedwait(&set, NULL, &ts);
 		if (sig == SIGTERM || sig == SIGINT) {
 			printf("nanoclock daemon: stopped by %s\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");

@@ -17,7 +17,7 @@
 #define USAGE_STRESS "nanoclock bench stress [--threads N] [--seconds S]"
 #define USAGE_LATENCY "nanoclock bench latency [--calls N]"
 #define USAGE_BTRACE "nanoclock bench trace [--quick]"
-#define USAGE_DAEMON "nanoclock daemon [--record PATH] [--interval SECONDS] [--once]"
+#define USAGE_DAEMON "nanoclock daemon [--record PATH] [--interval SECONDS] [--clockbound PATH] [--once]"
 
 #define EXIT_STATUS                                                                         \
 	"exit status: 0 ok; 1 check: inconsistent, or a bench or trace failure; 2 bad command\n" \
@@ -97,15 +97,21 @@ static const char daemon_help[] =
 	"                       record every process looks at first; its directory is\n"
 	"                       made if missing)\n"
 	"  --interval SECONDS   between rewrites (default 60, 0.01 to 86400)\n"
-	"  --once               write the record once and exit\n"
+	"  --clockbound PATH    also publish the bound on UTC every second as an AWS\n"
+	"                       ClockBound segment (protocol version 2) at PATH, e.g.\n"
+	"                       /var/run/clockbound/shm0: ClockBound clients read it\n"
+	"                       unchanged; only a segment of this user's is updated,\n"
+	"                       anything else at PATH is left alone\n"
+	"  --once               write the record (and the segment) once and exit\n"
 	"  -h, --help           this help\n"
 	"\n"
 	"SIGTERM or SIGINT: stops, exit status 0; SIGHUP: rewrites at once.  A line\n"
 	"on stdout when it starts and when the record's uncertainty has halved.\n"
 	"\n"
 	"exit status: 0 stopped by a signal, or --once wrote the record; 1 the record\n"
-	"could not be written with --once (the reason on stderr; without --once it\n"
-	"is said once and the daemon keeps trying); 2 bad command line\n";
+	"or the segment could not be written with --once (the reason on stderr;\n"
+	"without --once it is said once and the daemon keeps trying); 2 bad command\n"
+	"line\n";
 
 static const char now[] =
 	"usage: " USAGE_NOW "\n"

@@ -96,6 +96,7 @@ int nc_parse_daemon(int argc, char *const *argv, struct nc_daemon_opts *o, char 
 	o->record = DEFAULT_RECORD;
 	o->interval_s = 60;
 	o->once = 0;
+	o->clockbound = NULL;
 	char q[48];
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
@@ -110,6 +111,17 @@ int nc_parse_daemon(int argc, char *const *argv, struct nc_daemon_opts *o, char 
 			if (o->record[0] != '/' || strlen(o->record) > 240) {
 				snprintf(why, whylen, "--record: '%s' is not an absolute path of at most 240 "
 					 "bytes", nc_arg_quote(o->record, q, sizeof(q)));
+				return -1;
+			}
+		} else if (!strcmp(a, "--clockbound")) {
+			if (i + 1 >= argc) {
+				snprintf(why, whylen, "--clockbound needs a path");
+				return -1;
+			}
+			o->clockbound = argv[++i];
+			if (o->clockbound[0] != '/' || strlen(o->clockbound) > 240) {
+				snprintf(why, whylen, "--clockbound: '%s' is not an absolute path of at most "
+					 "240 bytes", nc_arg_quote(o->clockbound, q, sizeof(q)));
 				return -1;
 			}
 		} else if (!strcmp(a, "--interval")) {

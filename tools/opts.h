@@ -42,6 +42,7 @@ struct nc_daemon_opts {
 	const char *record;  /* the record's path (argv's) */
 	double interval_s;   /* between writes */
 	int once;            /* write once and exit */
+	const char *clockbound; /* a ClockBound segment to publish the UTC bound in (NULL: none) */
 };
 
 struct nc_tool_opts {

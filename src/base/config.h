@@ -33,7 +33,7 @@ struct nc__config {
 	char shared_why[160];    /* a refused NANOCLOCK_SHARED, and why ("" if none) */
 	char utc_source[16];     /* NANOCLOCK_UTC_SOURCE's name ("auto" if unset) ... */
 	char utc_arg[128];       /* ... and what followed its ':' */
-	char utc_why[160];       /* a refused UTC setting, and why ("" if none) */
+	char utc_why[200];       /* a refused UTC setting, and why ("" if none) */
 	double utc_drift_ppm;    /* NANOCLOCK_UTC_DRIFT_PPM: the drift assumed where a
 				    source states none (default 15) */
 	double utc_horizon_s;    /* NANOCLOCK_UTC_HORIZON_S: a bound older than this is

@@ -35,9 +35,11 @@
 #include "../clock/timeline.h"
 #include "../clock/wall.h"
 #include "../counter/counter.h"
+#include "../rate/rate.h"
 
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 struct nc_impl_utc nc_impl_utc_g;
 
@@ -52,6 +54,7 @@ static struct {
 	int have_good;                      /* good: the last figures with a bound */
 	struct nc__utc_fix good;
 	int lost;                           /* answers since have had no bound */
+	int disrupted;                      /* the source said so: no bound until a good one */
 	char last_why[200];                 /* the latest answer's or failure's reason */
 	double prev_slew_ns;                /* the figures before good's slew */
 	double drift_default, horizon_s, fresh_s;
@@ -136,17 +139,22 @@ static void publish(void)
 		double slope = ns_tick * (ti.ppm + d_ppm) * 1e-6;
 		double tps = 1e9 / ns_tick;
 		double hor = u.horizon_s;
+		if (g->horizon_ns > 0 && g->horizon_ns / 1e9 < hor) /* the source's own void-after */
+			hor = g->horizon_ns / 1e9;
 		/* the half width stays below 2^62 ns within the horizon */
 		if (err0 + slope * hor * tps > 0x1p62)
 			hor = (0x1p62 - err0) / (slope * tps);
 		c.as_of_tick = T;
 		c.err0 = err0 < 0x1p62 ? (uint64_t)ceil(err0) : (uint64_t)1 << 62;
 		c.slope = slope < 0x1p15 ? (uint64_t)ceil(slope * 0x1p48) : (uint64_t)1 << 63;
-		c.fresh_len = ticks_left(T, g->q_tick + (uint64_t)(u.fresh_s * tps));
+		double fresh = g->fresh_ns > 0 ? g->fresh_ns / 1e9 : u.fresh_s;
+		c.fresh_len = ticks_left(T, g->q_tick + (uint64_t)(fresh * tps));
 		c.horizon_len = hor > 0 ? ticks_left(T, g->q_tick + (uint64_t)(hor * tps)) : 0;
 		c.as_of_ns = g->as_of_ns;
 		status = u.lost ? NC_UTC_FREE_RUNNING : NC_UTC_SYNCHRONISED;
 	}
+	if (u.disrupted)
+		status = NC_UTC_DISRUPTED;
 	c.status_source = status | source << 32;
 	nc__latch_write(&nc_impl_utc_g.seq, &nc_impl_utc_g, utc_store, &c);
 }
@@ -154,12 +162,26 @@ static void publish(void)
 /* ---- asking ---- */
 static void take(const struct nc__utc_fix *f)
 {
-	if (f->status == NC_UTC_SYNCHRONISED) {
+	if (f->status == NC_UTC_DISRUPTED) {
+		/* the source says the clock was disrupted (a VM moved): nothing
+		 * known before holds; no bound until it gives a valid one */
+		if (!u.disrupted)
+			nc__log(NC_LOG_WARN, "UTC source %s: %s", u.src->name, f->why);
+		u.disrupted = 1;
+		u.have_good = 0;
+		u.prev_slew_ns = 0;
+		nc__copy(u.last_why, sizeof(u.last_why), f->why);
+	} else if (f->status == NC_UTC_SYNCHRONISED || f->status == NC_UTC_FREE_RUNNING) {
 		u.prev_slew_ns = u.have_good ? u.good.slew_ns : 0;
 		u.good = *f;
 		u.have_good = 1;
-		u.lost = 0;
-		u.last_why[0] = 0;
+		u.disrupted = 0;
+		/* a source free-running itself: its bound, widening, and said */
+		u.lost = f->status == NC_UTC_FREE_RUNNING;
+		if (u.lost)
+			nc__copy(u.last_why, sizeof(u.last_why), f->why);
+		else
+			u.last_why[0] = 0;
 	} else {
 		if (u.have_good && !u.lost)
 			nc__log(NC_LOG_INFO, "UTC source %s: %s: free-running from its last figures",
@@ -218,7 +240,7 @@ static void on_wall(int period)
 {
 	if (period && u.src)
 		ask(0);
-	if (period && u.is_auto && u.src != &nc__utc_chrony)
+	if (period && u.is_auto && u.src != &nc__utc_chrony && u.src != &nc__utc_clockbound)
 		retry_chrony();
 	publish();
 }
@@ -233,7 +255,8 @@ static int try_source(const struct nc__utc_source *s, const char *arg, int keep)
 	}
 	struct nc__utc_fix f;
 	int got = s->ask(&f, s == &nc__utc_chrony ? CHRONY_WAIT_MS : 0);
-	if (got && (f.status == NC_UTC_SYNCHRONISED || keep)) {
+	int bounded = f.status == NC_UTC_SYNCHRONISED || f.status == NC_UTC_FREE_RUNNING;
+	if (got && (bounded || keep)) {
 		u.src = s;
 		take(&f);
 		char where[96];
@@ -264,14 +287,17 @@ int nc__utc_start(const struct nc__config *cfg)
 		say(u.chosen, sizeof(u.chosen), "%s%s%s", cfg->utc_why, "");
 	const char *name = cfg->utc_source;
 	u.is_auto = !strcmp(name, "auto");
-	if (!strcmp(name, "off")) {
+	if (!strcmp(name, "clockbound")) {
+		try_source(&nc__utc_clockbound, cfg->utc_arg, 1);
+	} else if (!strcmp(name, "off")) {
 		say(u.chosen, sizeof(u.chosen), "%s%s%s", "off (NANOCLOCK_UTC_SOURCE=off)", "");
 		nc__copy(u.last_why, sizeof(u.last_why), "no UTC source: NANOCLOCK_UTC_SOURCE=off");
 	} else if (!strcmp(name, "chrony")) {
 		try_source(&nc__utc_chrony, cfg->utc_arg, 1);
 	} else if (!strcmp(name, "adjtimex")) {
 		try_source(&nc__utc_adjtimex, "trusted", 1);
-	} else if (!try_source(&nc__utc_chrony, "", 0) && !try_source(&nc__utc_adjtimex, "", 0)) {
+	} else if (!try_source(&nc__utc_clockbound, "", 0) && !try_source(&nc__utc_chrony, "", 0) &&
+		   !try_source(&nc__utc_adjtimex, "", 0)) {
 		/* nothing honest: adjtimex kept, to say why at each refresh;
 		 * chrony asked again now and then */
 		if (nc__utc_adjtimex.open("", u.last_why, sizeof(u.last_why)) == 0)
@@ -362,4 +388,36 @@ void nc__utc_status(struct nc_utc_status *st)
 		else
 			nc__copy(st->why, sizeof(st->why), why);
 	}
+}
+
+/* ---- as a ClockBound segment (the daemon's --clockbound) ---- */
+void nc__utc_clockbound_figures(struct nc__clockbound_out *o)
+{
+	memset(o, 0, sizeof(*o));
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	int64_t coarse = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	o->as_of_ns = o->void_ns = coarse;
+	if (u.disrupted || !u.have_good) {
+		o->status = u.disrupted ? 3 : 0;
+		return;
+	}
+	/* the bound on CLOCK_REALTIME itself (no tie): the source's, grown to
+	 * now, which is at or after the coarse clock's as-of */
+	const struct nc__utc_fix *g = &u.good;
+	double ns_tick = 1e9 / nc__rate_true_hz();
+	double age = (double)(int64_t)(nc__counter_read() - g->q_tick) * ns_tick;
+	double d = g->drift_ppm >= 0 ? g->drift_ppm : u.drift_default;
+	double hor = u.horizon_s * 1e9;
+	if (g->horizon_ns > 0 && g->horizon_ns < hor)
+		hor = g->horizon_ns;
+	if (age >= hor) {
+		o->status = 0;
+		return;
+	}
+	o->bound_ns = (int64_t)ceil(g->bound_ns + d * 1e-6 * (age > 0 ? age : 0)) + 1;
+	o->drift_ppb = (uint32_t)ceil(d * 1e3);
+	o->void_ns = coarse + (int64_t)(hor - age);
+	double fresh = g->fresh_ns > 0 ? g->fresh_ns : u.fresh_s * 1e9;
+	o->status = u.lost || age > fresh ? 2 : 1;
 }

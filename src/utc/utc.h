@@ -18,13 +18,18 @@
 
 /* What a source knows at one moment. */
 struct nc__utc_fix {
-	int status;          /* NC_UTC_SYNCHRONISED, or NC_UTC_UNKNOWN with why */
+	int status;          /* NC_UTC_SYNCHRONISED; NC_UTC_FREE_RUNNING (a bound, the
+				source itself free-running); NC_UTC_UNKNOWN or
+				NC_UTC_DISRUPTED (no bound) with why */
 	double bound_ns;     /* |CLOCK_REALTIME - UTC| at most when the figures held */
 	double slew_ns;      /* what the source may still slew CLOCK_REALTIME by: the
 				Unix-time line follows REALTIME's rate a period late, so
 				this is allowed for between the line and REALTIME */
 	double drift_ppm;    /* how fast bound_ns grows after (< 0: the default) */
 	int64_t as_of_ns;    /* the source's own time of its figures (Unix ns) */
+	double horizon_ns;   /* the source's own: its figures void this long after
+				they held (0: NANOCLOCK_UTC_HORIZON_S) */
+	double fresh_ns;     /* ... and fresh this long (0: four refresh periods) */
 	uint64_t q_tick;     /* a counter value at or before the moment they held */
 	char why[200];       /* unknown: why; else a short description */
 };
@@ -47,6 +52,28 @@ struct nc__utc_source {
 
 NC_HIDDEN extern const struct nc__utc_source nc__utc_adjtimex;
 NC_HIDDEN extern const struct nc__utc_source nc__utc_chrony;
+NC_HIDDEN extern const struct nc__utc_source nc__utc_clockbound;
+
+/* A ClockBound segment (version 2) as the daemon publishes it. */
+struct nc__clockbound_out {
+	int64_t as_of_ns, void_ns; /* CLOCK_MONOTONIC_COARSE */
+	int64_t bound_ns;          /* on |CLOCK_REALTIME - UTC| at as_of */
+	uint64_t marker;
+	uint32_t drift_ppb;
+	int32_t status;            /* 0 unknown, 1 synchronised, 2 free-running, 3 disrupted */
+};
+/* Writes *o into the mapped segment p (nc__utc_clockbound_size() bytes):
+ * generation odd, the fields, generation even. */
+NC_HIDDEN void nc__utc_clockbound_store(volatile unsigned char *p, const struct nc__clockbound_out *o);
+NC_HIDDEN size_t nc__utc_clockbound_size(void);
+/* a ClockBound segment's magic at p (n bytes read) */
+NC_HIDDEN int nc__utc_clockbound_is_segment(const unsigned char *p, size_t n);
+/* *o written at path: updated in place, made where nothing is, anything
+ * else left alone.  0, or -1 with why and errno. */
+NC_HIDDEN int nc__utc_clockbound_publish(const char *path, const struct nc__clockbound_out *o,
+					 char *why, size_t len);
+/* core.c (nc__lib_lock held): the figures a ClockBound segment states now */
+NC_HIDDEN void nc__utc_clockbound_figures(struct nc__clockbound_out *o);
 
 /* adjtimex's writer, as far as it can be known: the process that runs
  * (/proc/PID/comm).  Only some write an honest bound. */

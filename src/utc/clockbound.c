@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * AWS ClockBound's shared memory segment (/var/run/clockbound/shm0; its
+ * docs/PROTOCOL.md, version 2, and version 1 at .../shm): a bound on
+ * |CLOCK_REALTIME - UTC| in nanoseconds as of a CLOCK_MONOTONIC_COARSE
+ * time, the time after which it must not be trusted (void-after), the
+ * maximum drift (ppb) and a status, written by clockbound-d from chronyd's
+ * figures.  Native byte order:
+ *   0 magic "AMZNCB\2\0"  8 segment size (u32)  12 version (u16)
+ *   14 generation (u16: odd while the writer writes)
+ *   16 as-of (i64 s, i64 ns)  32 void-after (i64 s, i64 ns)  48 bound (i64 ns)
+ *   version 2: 56 disruption marker (u64)  64 max drift (u32 ppb)
+ *              68 status (i32)  72 disruption support (u8)
+ *   version 1: 56 max drift (u32 ppb)  60 reserved  64 status (i32)
+ * status: 0 unknown, 1 synchronised, 2 free-running, 3 disrupted.
+ *
+ * A read copies the fields between two loads of the generation, which must
+ * be even and unchanged (a few tries, never a wait); a segment that stays
+ * odd, another magic, version or size, a bound or time out of range, or a
+ * void-after time passed is refused with the reason.  The segment is mapped
+ * read-only from a regular file of root's or this user's that no one else
+ * may write (a reader must not be lied to by another user).
+ *
+ * nc__utc_clockbound_write (the daemon's --clockbound) writes the same
+ * layout, version 2, in place (clients keep their mapping of the file):
+ * generation odd, the fields, generation even.
+ */
+#include "utc.h"
+#include "../base/fmt.h"
+#include "../counter/counter.h"
+#include "../rate/rate.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CB_SIZE_V2 80  /* the header and the version 2 fields, padded */
+#define CB_SIZE_V1 72
+static const unsigned char CB_MAGIC[8] = {0x41, 0x4d, 0x5a, 0x4e, 0x43, 0x42, 0x02, 0x00};
+
+struct cb_fields {
+	uint16_t version, generation;
+	int64_t as_of_ns, void_ns, bound_ns;
+	uint64_t marker;
+	uint32_t drift_ppb;
+	int32_t status;
+};
+
+static int64_t ts_ns(const unsigned char *p)
+{
+	int64_t s, ns;
+	memcpy(&s, p, 8);
+	memcpy(&ns, p + 8, 8);
+	if (s < 0 || s > ((int64_t)1 << 32) || ns < 0 || ns >= 1000000000)
+		return -1;
+	return s * 1000000000 + ns;
+}
+
+/* The fields of a whole version of the segment at p (len bytes mapped): 0,
+ * or -1 with why. */
+static int read_fields(const volatile unsigned char *p, size_t len, struct cb_fields *f, char *why,
+		       size_t wlen)
+{
+	unsigned char c[CB_SIZE_V2];
+	for (int tries = 0;; tries++) {
+		if (tries == 16) {
+			nc__fmt(why, wlen, "the segment stays mid-write (generation odd): refused as torn");
+			return -1;
+		}
+		uint16_t g0 = __atomic_load_n((const volatile uint16_t *)(p + 14), __ATOMIC_ACQUIRE);
+		if (g0 & 1)
+			continue;
+		size_t n = len < sizeof(c) ? len : sizeof(c);
+		for (size_t i = 0; i < n; i++)
+			c[i] = p[i];
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		uint16_t g1 = __atomic_load_n((const volatile uint16_t *)(p + 14), __ATOMIC_RELAXED);
+		if (g0 == g1)
+			break;
+	}
+	if (memcmp(c, CB_MAGIC, 8) != 0) {
+		nc__fmt(why, wlen, "not a ClockBound segment (its magic)");
+		return -1;
+	}
+	uint32_t size;
+	memcpy(&size, c + 8, 4);
+	memcpy(&f->version, c + 12, 2);
+	memcpy(&f->generation, c + 14, 2);
+	size_t need = f->version == 2 ? CB_SIZE_V2 - 7 : CB_SIZE_V1 - 4;
+	if (f->version != 1 && f->version != 2) {
+		nc__fmt(why, wlen, "ClockBound segment version %u (this library reads 1 and 2)", f->version);
+		return -1;
+	}
+	if (size < need || size > len) {
+		nc__fmt(why, wlen, "a ClockBound segment of %u bytes (version %u needs %zu, the file has %zu)",
+			size, f->version, need, len);
+		return -1;
+	}
+	f->as_of_ns = ts_ns(c + 16);
+	f->void_ns = ts_ns(c + 32);
+	memcpy(&f->bound_ns, c + 48, 8);
+	f->marker = 0;
+	if (f->version == 2) {
+		memcpy(&f->marker, c + 56, 8);
+		memcpy(&f->drift_ppb, c + 64, 4);
+		memcpy(&f->status, c + 68, 4);
+	} else {
+		memcpy(&f->drift_ppb, c + 56, 4);
+		memcpy(&f->status, c + 64, 4);
+	}
+	if (f->as_of_ns < 0 || f->void_ns < f->as_of_ns || f->bound_ns < 0 ||
+	    f->bound_ns > (int64_t)1000000000000 || f->drift_ppb > 100000000 || f->status < 0 ||
+	    f->status > 3) {
+		nc__fmt(why, wlen, "the ClockBound segment's values are out of range: refused");
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the source ---- */
+static struct {
+	const volatile unsigned char *map;
+	size_t len;
+	char path[160];
+} cb;
+
+static int cb_open(const char *arg, char *why, size_t len)
+{
+	nc__copy(cb.path, sizeof(cb.path), arg[0] ? arg : "/var/run/clockbound/shm0");
+	int fd = open(cb.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	struct stat st;
+	if (fd < 0) {
+		nc__fmt(why, len, "%s: %s", cb.path, errno == ENOENT ? "none (no clockbound-d here)"
+						     : errno == ELOOP ? "a symbolic link: refused"
+								      : strerror(errno));
+		return -1;
+	}
+	const char *bad = fstat(fd, &st) != 0	       ? "cannot be looked at"
+			  : !S_ISREG(st.st_mode)       ? "not a regular file"
+			  : st.st_uid != 0 && st.st_uid != geteuid() ? "owned by another user"
+			  : (st.st_mode & (S_IWGRP | S_IWOTH)) ? "writable by others"
+			  : st.st_size < CB_SIZE_V1 - 4 || st.st_size > 65536 ? "not a segment's size"
+									       : NULL;
+	if (bad) {
+		close(fd);
+		nc__fmt(why, len, "%s: %s: refused", cb.path, bad);
+		return -1;
+	}
+	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		nc__fmt(why, len, "%s: cannot be mapped", cb.path);
+		return -1;
+	}
+	cb.map = m;
+	cb.len = (size_t)st.st_size;
+	return 0;
+}
+
+static int cb_ask(struct nc__utc_fix *f, double wait_ms)
+{
+	(void)wait_ms;
+	memset(f, 0, sizeof(*f));
+	f->status = NC_UTC_UNKNOWN;
+	if (!cb.map) {
+		nc__fmt(f->why, sizeof(f->why), "no ClockBound segment mapped");
+		return 0;
+	}
+	struct cb_fields g;
+	/* the counter and CLOCK_MONOTONIC after the copy: the segment's age is
+	 * then never under-counted (COARSE, which ClockBound writes, lags the
+	 * fine clock) */
+	if (read_fields(cb.map, cb.len, &g, f->why, sizeof(f->why)) != 0)
+		return 1;
+	uint64_t now_tick = nc__counter_read();
+	int64_t mono = nc__ref.mono(), real = nc__ref.real();
+	if (mono >= g.void_ns) {
+		nc__fmt(f->why, sizeof(f->why), "ClockBound's bound is void (%.3f s past its void-after "
+			"time): clockbound-d is not updating it", (double)(mono - g.void_ns) / 1e9);
+		return 1;
+	}
+	if (g.as_of_ns > mono + 1000000000) {
+		nc__fmt(f->why, sizeof(f->why), "ClockBound's as-of time is in the future: refused");
+		return 1;
+	}
+	if (g.status == 0 || g.status == 3) {
+		f->status = g.status == 3 ? NC_UTC_DISRUPTED : NC_UTC_UNKNOWN;
+		nc__fmt(f->why, sizeof(f->why), "ClockBound says the clock is %s",
+			g.status == 3 ? "disrupted" : "of unknown status");
+		return 1;
+	}
+	double ns_tick = 1e9 / nc__rate_true_hz();
+	double age = (double)(mono > g.as_of_ns ? mono - g.as_of_ns : 0);
+	f->status = g.status == 1 ? NC_UTC_SYNCHRONISED : NC_UTC_FREE_RUNNING;
+	f->bound_ns = (double)g.bound_ns;
+	f->slew_ns = 0; /* ClockBound's bound is on CLOCK_REALTIME itself (its correction in it) */
+	f->drift_ppm = (double)g.drift_ppb / 1e3;
+	f->q_tick = now_tick - (uint64_t)(age / ns_tick + 1);
+	f->as_of_ns = real - (int64_t)age;
+	f->horizon_ns = (double)(g.void_ns - g.as_of_ns);
+	/* its own status says whether it is kept synchronised (re-read at each
+	 * refresh); its void-after time, whether it is still being written */
+	f->fresh_ns = f->horizon_ns;
+	nc__fmt(f->why, sizeof(f->why), "ClockBound: bound %.0f us as of %.3f s ago, drift %u ppb, "
+		"void after %.0f s", (double)g.bound_ns / 1e3, age / 1e9, g.drift_ppb,
+		(double)(g.void_ns - g.as_of_ns) / 1e9);
+	return 1;
+}
+
+static void cb_close(void)
+{
+	if (cb.map)
+		munmap((void *)(uintptr_t)cb.map, cb.len);
+	cb.map = NULL;
+}
+
+static void cb_where(char *out, size_t len) { nc__fmt(out, len, "%s", cb.path); }
+
+const struct nc__utc_source nc__utc_clockbound = {"clockbound", NC_UTC_SRC_CLOCKBOUND, cb_open,
+						  cb_ask, cb_close, cb_where};
+
+/* ---- the writer (nanoclock daemon --clockbound) ---- */
+void nc__utc_clockbound_store(volatile unsigned char *p, const struct nc__clockbound_out *o)
+{
+	uint16_t g;
+	memcpy(&g, (const unsigned char *)p + 14, 2);
+	/* odd while writing (odd already: a writer died mid-write), then the
+	 * next even, 2 after a wrap, as ClockBound's writer */
+	uint16_t odd = (uint16_t)(g | 1);
+	__atomic_store_n((volatile uint16_t *)(p + 14), odd, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	unsigned char c[CB_SIZE_V2];
+	memset(c, 0, sizeof(c));
+	memcpy(c, CB_MAGIC, 8);
+	uint32_t size = CB_SIZE_V2;
+	uint16_t version = 2;
+	memcpy(c + 8, &size, 4);
+	memcpy(c + 12, &version, 2);
+	int64_t t[4] = {o->as_of_ns / 1000000000, o->as_of_ns % 1000000000, o->void_ns / 1000000000,
+			o->void_ns % 1000000000};
+	memcpy(c + 16, t, 32);
+	memcpy(c + 48, &o->bound_ns, 8);
+	memcpy(c + 56, &o->marker, 8);
+	memcpy(c + 64, &o->drift_ppb, 4);
+	memcpy(c + 68, &o->status, 4);
+	for (size_t i = 0; i < sizeof(c); i++)
+		if (i < 14 || i >= 16)
+			p[i] = c[i];
+	uint16_t even = (uint16_t)(odd + 1);
+	if (even == 0)
+		even = 2;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n((volatile uint16_t *)(p + 14), even, __ATOMIC_RELEASE);
+}
+
+size_t nc__utc_clockbound_size(void) { return CB_SIZE_V2; }
+
+int nc__utc_clockbound_is_segment(const unsigned char *p, size_t n)
+{
+	return n >= 8 && memcmp(p, CB_MAGIC, 8) == 0;
+}
+
+/* Where to write: this user's ClockBound segment at path (updated in
+ * place), or nothing there (made beside it, complete, then linked into
+ * place: never over something that appeared meanwhile).  Anything else is
+ * left alone. */
+static int open_segment(const char *path, char *why, size_t len)
+{
+	struct stat st;
+	if (lstat(path, &st) == 0) {
+		const char *kind = S_ISLNK(st.st_mode)	 ? "a symbolic link"
+				   : S_ISDIR(st.st_mode) ? "a directory"
+				   : !S_ISREG(st.st_mode) ? "not a regular file"
+				   : st.st_uid != geteuid() ? "another user's file"
+							     : NULL;
+		int fd = kind ? -1 : open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+		unsigned char head[8];
+		struct stat now;
+		if (!kind && (fd < 0 || fstat(fd, &now) != 0 || now.st_ino != st.st_ino ||
+			      now.st_dev != st.st_dev || now.st_size < CB_SIZE_V2 || now.st_size > 65536 ||
+			      pread(fd, head, 8, 0) != 8 || !nc__utc_clockbound_is_segment(head, 8)))
+			kind = "not a ClockBound segment";
+		if (kind) {
+			if (fd >= 0)
+				close(fd);
+			nc__fmt(why, len, "%s is %s: left alone", path, kind);
+			errno = EEXIST;
+			return -1;
+		}
+		return fd;
+	}
+	if (errno != ENOENT) {
+		nc__fmt(why, len, "%s: cannot be looked at", path);
+		return -1;
+	}
+	char tmp[300];
+	nc__fmt(tmp, sizeof(tmp), "%s.%d.new", path, (int)getpid());
+	int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		nc__fmt(why, len, "%s: cannot create %s", path, tmp);
+		return -1;
+	}
+	if (fchmod(fd, 0644) != 0 || ftruncate(fd, CB_SIZE_V2) != 0) {
+		int e = errno;
+		close(fd);
+		unlink(tmp);
+		nc__fmt(why, len, "%s: cannot size %s", path, tmp);
+		errno = e;
+		return -1;
+	}
+	return fd; /* the caller writes it, then links it into place */
+}
+
+int nc__utc_clockbound_publish(const char *path, const struct nc__clockbound_out *o, char *why,
+			       size_t len)
+{
+	struct stat st;
+	int fresh = lstat(path, &st) != 0 && errno == ENOENT;
+	int fd = open_segment(path, why, len);
+	if (fd < 0)
+		return -1;
+	void *m = mmap(NULL, CB_SIZE_V2, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	char tmp[300];
+	nc__fmt(tmp, sizeof(tmp), "%s.%d.new", path, (int)getpid());
+	if (m == MAP_FAILED) {
+		int e = errno;
+		close(fd);
+		if (fresh)
+			unlink(tmp);
+		nc__fmt(why, len, "%s: cannot be mapped", path);
+		errno = e;
+		return -1;
+	}
+	nc__utc_clockbound_store(m, o);
+	munmap(m, CB_SIZE_V2);
+	int rc = 0;
+	if (fresh) {
+		if (link(tmp, path) != 0) {
+			int e = errno;
+			nc__fmt(why, len, e == EEXIST ? "%s appeared meanwhile: left alone" : "%s: cannot link "
+				"it into place", path);
+			errno = e;
+			rc = -1;
+		}
+		unlink(tmp);
+	}
+	close(fd);
+	return rc;
+}

@@ -187,6 +187,7 @@ NC_API int nc_upkeep_stop(void);
 #define NC_UTC_SRC_ADJTIMEX 1 /* the kernel's maxerror and offset (adjtimex) */
 #define NC_UTC_SRC_CHRONY 2   /* chronyd's tracking report over its command port */
 #define NC_UTC_SRC_CLOCKBOUND 3 /* AWS ClockBound's shared memory segment */
+#define NC_UTC_SRC_VMCLOCK 4  /* a VM's VMClock page: UTC against the counter */
 struct nc_utc {
 	int64_t earliest_ns;  /* UTC is at or after this (Unix ns) ... */
 	int64_t latest_ns;    /* ... and at or before this */

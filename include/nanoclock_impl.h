@@ -103,7 +103,8 @@ struct nc_impl_utc_copy {
 	uint64_t fresh_len, horizon_len; /* ticks past as_of_tick */
 	int64_t as_of_ns;         /* the source's figures' time (Unix ns) */
 	uint64_t status_source;   /* NC_UTC_* | NC_UTC_SRC_* << 32 */
-	uint64_t reserved[2];
+	uint64_t watch_addr;      /* 0, or a word that must still hold watch_val (a */
+	uint64_t watch_val;       /* VMClock page's disruption marker) */
 };
 struct nc_impl_utc {
 	uint64_t seq; /* bit 0: the copy readers use */
@@ -473,11 +474,17 @@ static inline int nc_utc_now(struct nc_utc *u)
 	uint64_t at = NC_IMPL_LD(c->as_of_tick), err0 = NC_IMPL_LD(c->err0), sl = NC_IMPL_LD(c->slope);
 	uint64_t fresh = NC_IMPL_LD(c->fresh_len), hor = NC_IMPL_LD(c->horizon_len);
 	int64_t as_of = NC_IMPL_LD(c->as_of_ns);
-	uint64_t ss = NC_IMPL_LD(c->status_source);
+	uint64_t ss = NC_IMPL_LD(c->status_source), wa = NC_IMPL_LD(c->watch_addr);
+	uint64_t wv = NC_IMPL_LD(c->watch_val);
 	NC_IMPL_RFENCE(); /* pairs with the writer's release fence after it changed seq */
 	if (NC_IMPL_UNLIKELY((s & 1) | (s ^ NC_IMPL_LD(nc_impl_utc_g.seq))))
 		return nc_impl_utc_slow(u);
 	if (NC_IMPL_UNLIKELY(t - t0 >= len))
+		return nc_impl_utc_slow(u);
+	/* the source's disruption marker, where it has one: changed (a VM
+	 * moved) since the bound was published, the library says so */
+	if (NC_IMPL_UNLIKELY(wa != 0) &&
+	    __atomic_load_n((const uint64_t *)(uintptr_t)wa, __ATOMIC_RELAXED) != wv)
 		return nc_impl_utc_slow(u);
 	uint64_t v = c0 + nc_impl_mulhi(t, mf, &lo);
 	if (NC_IMPL_UNLIKELY(mi != 0))

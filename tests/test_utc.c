@@ -934,6 +934,281 @@ static void case_clockbound_daemon(const char *arg)
 	(void)!system(cmd);
 }
 
+/* ---- a VMClock page, in a file, written by the test from the ABI header ---- */
+struct vmpage {
+	uint32_t seq;
+	uint64_t marker, flags;
+	uint8_t counter_id, time_type, status;
+	uint64_t counter, period, maxerr_rate, time_s, time_frac, maxerr_ns;
+};
+static char vm_path[64];
+static volatile unsigned char *vm_map;
+
+static void vm_put64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* include/uapi/linux/vmclock-abi.h, little endian */
+static void vm_encode(unsigned char *p, const struct vmpage *g)
+{
+	memset(p, 0, 112);
+	vm_put64(p, 0x4b4c4356u | (uint64_t)112 << 32); /* magic "VCLK", size */
+	p[8] = 1;                                          /* version */
+	p[10] = g->counter_id;
+	p[11] = g->time_type;
+	vm_put64(p + 16, g->marker);
+	vm_put64(p + 24, g->flags);
+	p[34] = g->status;
+	p[39] = 0; /* period shift */
+	vm_put64(p + 40, g->counter);
+	vm_put64(p + 48, g->period);
+	vm_put64(p + 64, g->maxerr_rate);
+	vm_put64(p + 72, g->time_s);
+	vm_put64(p + 80, g->time_frac);
+	vm_put64(p + 96, g->maxerr_ns);
+}
+
+/* UTC per the page: REALTIME + shift at the counter read now, this
+ * counter's rate as nanoclock measured it, +-2 ms */
+static struct vmpage vm_good(int64_t shift)
+{
+	struct vmpage g;
+	memset(&g, 0, sizeof(g));
+	int64_t a = real_ns();
+	uint64_t t = nc_ticks_begin();
+	int64_t b = real_ns();
+	int64_t utc = (a + b) / 2 + shift;
+	/* the rate taken once (the writer thread must not call into the
+	 * library: a refresh there would take the move for this thread) */
+	static double hz;
+	if (hz == 0)
+		hz = nc_ticks_per_second();
+	g.counter_id = 1; /* x86 TSC */
+	g.time_type = 0;  /* UTC */
+	g.status = 2;     /* synchronised */
+	g.flags = (1u << 4) | (1u << 6); /* period and time maximum errors valid */
+	g.counter = t;
+	g.period = (uint64_t)llround(ldexp(1.0 / hz, 64));
+	g.maxerr_rate = g.period / 1000000; /* 1 ppm */
+	g.time_s = (uint64_t)(utc / 1000000000);
+	g.time_frac = (uint64_t)ldexpl((long double)(utc % 1000000000) / 1e9L, 64);
+	g.maxerr_ns = 2000000;
+	g.marker = 42;
+	return g;
+}
+
+/* NANOCLOCK_UTC_SOURCE for the page, before the library reads it (its
+ * initialisation: the page needs the counter's rate, so it is made after) */
+static void vm_env(void)
+{
+	snprintf(vm_path, sizeof(vm_path), "/tmp/nc-vmclock-%d", (int)getpid());
+	char v[96];
+	snprintf(v, sizeof(v), "vmclock:%s", vm_path);
+	setenv("NANOCLOCK_UTC_SOURCE", v, 1);
+}
+
+static void vm_make(const struct vmpage *g)
+{
+	unlink(vm_path);
+	int fd = open(vm_path, O_RDWR | O_CREAT | O_EXCL, 0644);
+	CHECK(fd >= 0 && ftruncate(fd, 4096) == 0);
+	void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(m != MAP_FAILED);
+	close(fd);
+	vm_map = m;
+	unsigned char b[112];
+	vm_encode(b, g);
+	memcpy((void *)(uintptr_t)vm_map, b, 112);
+	__atomic_store_n((uint32_t *)(uintptr_t)(vm_map + 12), g->seq, __ATOMIC_RELEASE);
+}
+
+/* as the hypervisor: sequence odd, the fields, sequence even */
+static void vm_write(struct vmpage *g)
+{
+	__atomic_store_n((uint32_t *)(uintptr_t)(vm_map + 12), g->seq | 1, __ATOMIC_RELEASE);
+	unsigned char b[112];
+	vm_encode(b, g);
+	for (int i = 0; i < 112; i++)
+		if (i < 12 || i >= 16)
+			vm_map[i] = b[i];
+	g->seq = (g->seq | 1) + 1;
+	__atomic_store_n((uint32_t *)(uintptr_t)(vm_map + 12), g->seq, __ATOMIC_RELEASE);
+}
+
+static int on_tsc(void) { return strcmp(nc_counter_name(), "tsc") == 0; }
+
+/* a page 7 ms off CLOCK_REALTIME: every interval holds its UTC, and is no
+ * wider than its bound (the line's offset from it and its maximum error)
+ * plus the tie and the drift since */
+static void case_vmclock_good(const char *arg)
+{
+	(void)arg;
+	vm_env();
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", "50", 1);
+	nc_init();
+	if (!on_tsc()) {
+		fprintf(stderr, "case: the counter is %s, not the TSC a VMClock page states: not run\n",
+			nc_counter_name());
+		_exit(CHILD_SKIP);
+	}
+	struct vmpage g = vm_good(7000000);
+	vm_make(&g);
+	CHECK(nc_utc_start() == 0);
+	long n = 0;
+	for (int64_t t0 = real_ns(); real_ns() - t0 < 1000000000; n++) {
+		struct nc_utc u;
+		int64_t a = real_ns();
+		int st = nc_utc_now(&u);
+		int64_t b = real_ns();
+		CHECK(st == NC_UTC_SYNCHRONISED && u.source == NC_UTC_SRC_VMCLOCK);
+		check_holds(&u, a, b, 7000000);
+		if (n % 100 == 0) {
+			struct nc_utc_status s;
+			nc_get_utc_status(&s);
+			double allowed = s.source_bound_ns + s.tie_ns + s.drift_ppm * s.age_s * 1e3 + 3;
+			if (!(s.half_width_ns <= allowed && s.source_bound_ns >= 7e6 && s.source_bound_ns < 9.1e6))
+				fprintf(stderr, "case: half width %.0f, allowed %.0f, source bound %.0f, tie %.0f, "
+					"drift %.3g ppm, age %.3f s: %s\n", s.half_width_ns, allowed,
+					s.source_bound_ns, s.tie_ns, s.drift_ppm, s.age_s, s.why);
+			CHECK(s.half_width_ns <= allowed && s.source_bound_ns >= 7e6 && s.source_bound_ns < 9.1e6);
+		}
+		usleep(500);
+	}
+	fprintf(stderr, "case: a page 7 ms off: %ld reads, each holding its UTC\n", n);
+	unlink(vm_path);
+}
+
+/* the hypervisor rewriting the page on the other CPU, and the VM moved now
+ * and then (a new disruption marker, the new host's UTC 33 ms away from
+ * the old one's): the first read after a move says disrupted (the fast
+ * path watches the marker) or, where a refresh in that read already found
+ * the new page valid, holds the new page's UTC; every read with a bound
+ * holds the page's UTC of its moment (a bound from before a move would
+ * not); a valid page gives a bound again */
+static volatile int vm_stop;
+static pthread_mutex_t vm_mu = PTHREAD_MUTEX_INITIALIZER; /* one writer of the page at a time */
+static int64_t vm_shift = 7000000; /* the page's UTC - CLOCK_REALTIME (under vm_mu) */
+static void *vm_writer(void *arg)
+{
+	struct vmpage *g = arg;
+	while (!vm_stop) {
+		pthread_mutex_lock(&vm_mu);
+		struct vmpage n = vm_good(vm_shift);
+		n.seq = g->seq;
+		n.marker = g->marker;
+		*g = n;
+		vm_write(g);
+		pthread_mutex_unlock(&vm_mu);
+		usleep(300);
+	}
+	return NULL;
+}
+
+static void case_vmclock_moves(const char *arg)
+{
+	(void)arg;
+	vm_env();
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", "20", 1);
+	nc_init();
+	if (!on_tsc())
+		_exit(CHILD_SKIP);
+	static struct vmpage g;
+	g = vm_good(7000000);
+	vm_make(&g);
+	CHECK(nc_utc_start() == 0);
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, vm_writer, &g) == 0);
+	long n = 0, disrupted = 0;
+	int moves = 0, at_once = 0;
+	for (int64_t t0 = real_ns(); real_ns() - t0 < 1500000000; n++) {
+		if (n % 150 == 149) {
+			/* a move, made by this thread (the only reader): the read
+			 * right after it says disrupted, whatever came before */
+			pthread_mutex_lock(&vm_mu);
+			vm_shift = vm_shift == 7000000 ? 40000000 : 7000000; /* the new host's UTC */
+			struct vmpage m = vm_good(vm_shift);
+			m.seq = g.seq;
+			m.marker = g.marker + 1;
+			g = m;
+			vm_write(&g);
+			pthread_mutex_unlock(&vm_mu);
+			moves++;
+			struct nc_utc d;
+			int64_t da = real_ns();
+			int dst = nc_utc_now(&d);
+			int64_t db = real_ns();
+			/* disrupted, or (a refresh in this read found the new page
+			 * valid) a bound from the new page: never the old one's */
+			if (dst == NC_UTC_SYNCHRONISED)
+				check_holds(&d, da, db, vm_shift);
+			CHECK(dst == NC_UTC_SYNCHRONISED || (dst == NC_UTC_DISRUPTED && d.earliest_ns == INT64_MIN));
+			at_once += dst == NC_UTC_DISRUPTED;
+		}
+		struct nc_utc u;
+		int64_t a = real_ns();
+		int st = nc_utc_now(&u);
+		int64_t b = real_ns();
+		if (st == NC_UTC_SYNCHRONISED)
+			check_holds(&u, a, b, vm_shift); /* (this thread alone changes it) */
+		else
+			disrupted++;
+		CHECK(st == NC_UTC_SYNCHRONISED || st == NC_UTC_DISRUPTED);
+		usleep(300);
+	}
+	vm_stop = 1;
+	pthread_join(th, NULL);
+	/* the writer stopped: a valid page gives a bound again (the first
+	 * refresh may find the last move) */
+	struct nc_utc u;
+	int st;
+	int64_t tq = real_ns();
+	while ((st = nc_utc_now(&u)) != NC_UTC_SYNCHRONISED && real_ns() - tq < 1000000000)
+		usleep(1000);
+	fprintf(stderr, "case: %ld reads beside the writer, %d moves (the page's UTC 7 ms, then 40 ms "
+		"off, by turns; %d said disrupted by the next read, the others already bounded by the new "
+		"page), %ld reads disrupted; now %s\n", n, moves, at_once, disrupted,
+		nc_utc_status_name(st));
+	CHECK(moves >= 3 && at_once > 0 && st == NC_UTC_SYNCHRONISED);
+	unlink(vm_path);
+}
+
+/* pages with no bound: the reason, never a bound */
+static void case_vmclock_bad(const char *arg)
+{
+	int which = atoi(arg);
+	vm_env();
+	nc_init();
+	if (!on_tsc())
+		_exit(CHILD_SKIP);
+	struct vmpage g = vm_good(7000000);
+	static const char *const want[] = {"mid-update", "counter id", "time type", "status",
+					   "no maximum error", "not a VMClock page"};
+	if (which == 0)
+		g.seq = 5; /* stays odd */
+	if (which == 1)
+		g.counter_id = 0; /* arm64's */
+	if (which == 2)
+		g.time_type = 1; /* TAI */
+	if (which == 3)
+		g.status = 4; /* unreliable */
+	if (which == 4)
+		g.flags = 0;
+	vm_make(&g);
+	if (which == 5)
+		vm_map[0] = 'X';
+	CHECK(nc_utc_start() == NC_EUNKNOWN);
+	struct nc_utc u;
+	int st = nc_utc_now(&u);
+	struct nc_utc_status s;
+	nc_get_utc_status(&s);
+	fprintf(stderr, "case: page %d: %s: %s\n", which, nc_utc_status_name(st), s.why);
+	CHECK(st == (which == 0 ? NC_UTC_DISRUPTED : NC_UTC_UNKNOWN) && u.latest_ns == INT64_MAX);
+	CHECK(strstr(s.why, want[which]));
+	unlink(vm_path);
+}
+
 /* ---- a real chronyd pair (Debian's chrony) on loopback ---- */
 static int free_port(void)
 {
@@ -1132,6 +1407,14 @@ static const struct child_case cases[] = {
 	{"clockbound_torn", case_clockbound_torn, NULL, NULL, NULL},
 	{"clockbound_turns_bad", case_clockbound_turns_bad, NULL, NULL, NULL},
 	{"clockbound_daemon", case_clockbound_daemon, NULL, NULL, NULL},
+	{"vmclock_good", case_vmclock_good, NULL, NULL, NULL},
+	{"vmclock_moves", case_vmclock_moves, NULL, NULL, NULL},
+	{"vmclock_stuck_odd", case_vmclock_bad, "0", NULL, NULL},
+	{"vmclock_other_counter", case_vmclock_bad, "1", NULL, NULL},
+	{"vmclock_tai", case_vmclock_bad, "2", NULL, NULL},
+	{"vmclock_unreliable", case_vmclock_bad, "3", NULL, NULL},
+	{"vmclock_no_maxerror", case_vmclock_bad, "4", NULL, NULL},
+	{"vmclock_foreign", case_vmclock_bad, "5", NULL, NULL},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 

@@ -236,19 +236,21 @@ void nc__config_read_from(struct nc__config *c, double app_ppm, double app_ms,
 	c->utc_horizon_s = 1024;
 	v = get("NANOCLOCK_UTC_SOURCE", ctx);
 	if (v) {
-		static const char *const names[] = {"auto", "off", "adjtimex", "chrony", "clockbound"};
+		static const char *const names[] = {"auto", "off", "adjtimex", "chrony", "clockbound",
+						    "vmclock"};
 		const char *colon = strchr(v, ':');
 		size_t nl = colon ? (size_t)(colon - v) : strlen(v);
 		int known = 0;
 		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 			known |= strlen(names[i]) == nl && strncmp(v, names[i], nl) == 0;
-		int is_cb = nl == 10 && strncmp(v, "clockbound", 10) == 0;
+		int is_cb = (nl == 10 && strncmp(v, "clockbound", 10) == 0) ||
+			    (nl == 7 && strncmp(v, "vmclock", 7) == 0); /* a path follows */
 		int takes_arg = (nl == 6 && strncmp(v, "chrony", 6) == 0) || is_cb;
 		if (!known || (colon && !takes_arg) || (colon && strlen(colon + 1) >= sizeof(c->utc_arg)) ||
 		    (colon && !colon[1]) || (colon && is_cb && colon[1] != '/')) {
 			snprintf(c->utc_why, sizeof(c->utc_why),
 				 "NANOCLOCK_UTC_SOURCE refused (auto used): '%s' is not auto, off, adjtimex, "
-				 "chrony[:HOST:PORT] or clockbound[:/PATH]", nc__quote(v, q, sizeof(q)));
+				 "chrony[:HOST:PORT], clockbound[:/PATH] or vmclock[:/PATH]", nc__quote(v, q, sizeof(q)));
 		} else {
 			memcpy(c->utc_source, v, nl);
 			c->utc_source[nl] = 0;

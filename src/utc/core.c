@@ -55,6 +55,7 @@ static struct {
 	struct nc__utc_fix good;
 	int lost;                           /* answers since have had no bound */
 	int disrupted;                      /* the source said so: no bound until a good one */
+	uint64_t watch_addr, watch_val;     /* the source's disruption marker, for the reads */
 	char last_why[200];                 /* the latest answer's or failure's reason */
 	double prev_slew_ns;                /* the figures before good's slew */
 	double drift_default, horizon_s, fresh_s;
@@ -88,6 +89,8 @@ static void utc_store(void *obj, int i, const void *src)
 	NC_ST(d->horizon_len, c->horizon_len);
 	NC_ST(d->as_of_ns, c->as_of_ns);
 	NC_ST(d->status_source, c->status_source);
+	NC_ST(d->watch_addr, c->watch_addr);
+	NC_ST(d->watch_val, c->watch_val);
 }
 static void utc_load(const void *obj, int i, void *dst)
 {
@@ -107,6 +110,8 @@ static void utc_load(const void *obj, int i, void *dst)
 	o->horizon_len = NC_LD(c->horizon_len);
 	o->as_of_ns = NC_LD(c->as_of_ns);
 	o->status_source = NC_LD(c->status_source);
+	o->watch_addr = NC_LD(c->watch_addr);
+	o->watch_val = NC_LD(c->watch_val);
 }
 
 /* ticks from `from` to `end`, 0 when end is not after it */
@@ -156,12 +161,19 @@ static void publish(void)
 	if (u.disrupted)
 		status = NC_UTC_DISRUPTED;
 	c.status_source = status | source << 32;
+	/* a disruption the source marks (VMClock) is seen by every read at once */
+	c.watch_addr = u.watch_addr;
+	c.watch_val = u.watch_val;
 	nc__latch_write(&nc_impl_utc_g.seq, &nc_impl_utc_g, utc_store, &c);
 }
 
 /* ---- asking ---- */
 static void take(const struct nc__utc_fix *f)
 {
+	if (f->watch_addr) {
+		u.watch_addr = f->watch_addr;
+		u.watch_val = f->watch_val;
+	}
 	if (f->status == NC_UTC_DISRUPTED) {
 		/* the source says the clock was disrupted (a VM moved): nothing
 		 * known before holds; no bound until it gives a valid one */
@@ -182,6 +194,12 @@ static void take(const struct nc__utc_fix *f)
 			nc__copy(u.last_why, sizeof(u.last_why), f->why);
 		else
 			u.last_why[0] = 0;
+	} else if (f->drop) {
+		/* no bound, and the figures before it void too (a VMClock page
+		 * that no longer states time against this counter) */
+		u.have_good = 0;
+		u.prev_slew_ns = 0;
+		nc__copy(u.last_why, sizeof(u.last_why), f->why);
 	} else {
 		if (u.have_good && !u.lost)
 			nc__log(NC_LOG_INFO, "UTC source %s: %s: free-running from its last figures",
@@ -240,7 +258,7 @@ static void on_wall(int period)
 {
 	if (period && u.src)
 		ask(0);
-	if (period && u.is_auto && u.src != &nc__utc_chrony && u.src != &nc__utc_clockbound)
+	if (period && u.is_auto && (!u.src || u.src == &nc__utc_adjtimex))
 		retry_chrony();
 	publish();
 }
@@ -287,7 +305,9 @@ int nc__utc_start(const struct nc__config *cfg)
 		say(u.chosen, sizeof(u.chosen), "%s%s%s", cfg->utc_why, "");
 	const char *name = cfg->utc_source;
 	u.is_auto = !strcmp(name, "auto");
-	if (!strcmp(name, "clockbound")) {
+	if (!strcmp(name, "vmclock")) {
+		try_source(&nc__utc_vmclock, cfg->utc_arg, 1);
+	} else if (!strcmp(name, "clockbound")) {
 		try_source(&nc__utc_clockbound, cfg->utc_arg, 1);
 	} else if (!strcmp(name, "off")) {
 		say(u.chosen, sizeof(u.chosen), "%s%s%s", "off (NANOCLOCK_UTC_SOURCE=off)", "");
@@ -296,8 +316,8 @@ int nc__utc_start(const struct nc__config *cfg)
 		try_source(&nc__utc_chrony, cfg->utc_arg, 1);
 	} else if (!strcmp(name, "adjtimex")) {
 		try_source(&nc__utc_adjtimex, "trusted", 1);
-	} else if (!try_source(&nc__utc_clockbound, "", 0) && !try_source(&nc__utc_chrony, "", 0) &&
-		   !try_source(&nc__utc_adjtimex, "", 0)) {
+	} else if (!try_source(&nc__utc_vmclock, "", 0) && !try_source(&nc__utc_clockbound, "", 0) &&
+		   !try_source(&nc__utc_chrony, "", 0) && !try_source(&nc__utc_adjtimex, "", 0)) {
 		/* nothing honest: adjtimex kept, to say why at each refresh;
 		 * chrony asked again now and then */
 		if (nc__utc_adjtimex.open("", u.last_why, sizeof(u.last_why)) == 0)
@@ -327,6 +347,19 @@ int nc__utc_read(struct nc_utc *out)
 		struct nc__epoch e = {c.line.t0, c.line.span, c.line.c0, c.line.mul_int, c.line.mul_frac};
 		uint64_t t = nc__timeline_counter(&nc__wall_timeline, c.line.kind);
 		uint64_t d = t - e.t0;
+		if (c.watch_addr &&
+		    __atomic_load_n((const uint64_t *)(uintptr_t)c.watch_addr, __ATOMIC_RELAXED) != c.watch_val) {
+			/* the source marked a disruption: asked again now if the lock
+			 * is free (it republishes); else said as it is */
+			if (round < 6 && nc__trylock()) {
+				if (u.src)
+					ask(0);
+				publish();
+				nc__unlock();
+				continue;
+			}
+			c.status_source = NC_UTC_DISRUPTED | (c.status_source >> 32 << 32);
+		}
 		if (d < e.span || ((int64_t)d < 0 && (uint64_t)(-(int64_t)d) <= nc__epoch_behind_ticks(&e)))
 			return nc_impl_utc_fill(out, nc__timeline_reader_value(&nc__wall_timeline, &e, t), t,
 						c.as_of_tick, c.err0, c.slope, c.fresh_len, c.horizon_len,

@@ -30,6 +30,9 @@ struct nc__utc_fix {
 	double horizon_ns;   /* the source's own: its figures void this long after
 				they held (0: NANOCLOCK_UTC_HORIZON_S) */
 	double fresh_ns;     /* ... and fresh this long (0: four refresh periods) */
+	int drop;            /* no bound, and the figures before are void too */
+	uint64_t watch_addr, watch_val; /* a word the fast path watches (VMClock's
+				disruption marker): 0, or its address and value */
 	uint64_t q_tick;     /* a counter value at or before the moment they held */
 	char why[200];       /* unknown: why; else a short description */
 };
@@ -53,6 +56,7 @@ struct nc__utc_source {
 NC_HIDDEN extern const struct nc__utc_source nc__utc_adjtimex;
 NC_HIDDEN extern const struct nc__utc_source nc__utc_chrony;
 NC_HIDDEN extern const struct nc__utc_source nc__utc_clockbound;
+NC_HIDDEN extern const struct nc__utc_source nc__utc_vmclock;
 
 /* A ClockBound segment (version 2) as the daemon publishes it. */
 struct nc__clockbound_out {

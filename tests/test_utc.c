@@ -201,9 +201,9 @@ static void case_chrony_decode(const char *arg)
 enum { GOOD, SILENT, WRONG_SEQ, WRONG_VERSION, FUTURE, UNSYNC, LOCAL, NARROW_STALE };
 static struct {
 	int fd, port;
-	volatile int mode;
+	int mode;
 	struct figures g;
-	volatile int answered;
+	int answered;
 } fake;
 
 static void *fake_chronyd(void *arg)
@@ -217,7 +217,7 @@ static void *fake_chronyd(void *arg)
 		if (n < 12 || in[1] != 1)
 			continue;
 		uint32_t seq = (uint32_t)in[8] << 24 | (uint32_t)in[9] << 16 | (uint32_t)in[10] << 8 | in[11];
-		int mode = fake.mode;
+		int mode = __atomic_load_n(&fake.mode, __ATOMIC_ACQUIRE);
 		if (mode == SILENT)
 			continue;
 		struct figures g = fake.g;
@@ -257,7 +257,7 @@ static void start_fake(int mode)
 	CHECK(getsockname(fake.fd, (struct sockaddr *)&a, &al) == 0);
 	fake.port = ntohs(a.sin_port);
 	fake.g = good_figures();
-	fake.mode = mode;
+	__atomic_store_n(&fake.mode, mode, __ATOMIC_RELEASE);
 	pthread_t th;
 	CHECK(pthread_create(&th, NULL, fake_chronyd, NULL) == 0);
 	char v[64];
@@ -312,8 +312,8 @@ static void case_fake_good(const char *arg)
 		usleep(500);
 	}
 	fprintf(stderr, "case: 2000 reads over ~1.2 s, every one holding the truth; %d answers\n",
-		fake.answered);
-	CHECK(fake.answered >= 5); /* asked at the ties, not once */
+		__atomic_load_n(&fake.answered, __ATOMIC_RELAXED));
+	CHECK(__atomic_load_n(&fake.answered, __ATOMIC_RELAXED) >= 5); /* asked at the ties, not once */
 	/* commit-wait: past a time 3 ms beyond the latest end now */
 	struct nc_utc u;
 	nc_utc_now(&u);
@@ -351,17 +351,22 @@ static void case_fake_silent(const char *arg)
 		CHECK(nc_utc_now(&w) == NC_UTC_SYNCHRONISED);
 		usleep(2000);
 	}
-	fake.mode = SILENT;
+	__atomic_store_n(&fake.mode, SILENT, __ATOMIC_RELEASE);
 	int64_t shift = truth_shift(), t0 = real_ns();
 	double last_src = 0;
 	int64_t as_of = 0;
-	int seen[4] = {0, 0, 0, 0};
+	int seen[4] = {0, 0, 0, 0}, late_sync = 0;
 	for (;;) {
 		struct nc_utc u;
 		int64_t a = real_ns();
 		int st = nc_utc_now(&u);
 		int64_t b = real_ns();
 		seen[st]++;
+		if (st == NC_UTC_SYNCHRONISED) {
+			struct nc_utc_status q;
+			nc_get_utc_status(&q);
+			late_sync += q.age_s > q.fresh_s + 0.01; /* (the status is read after) */
+		}
 		if (st == NC_UTC_UNKNOWN) {
 			CHECK(u.earliest_ns == INT64_MIN && u.latest_ns == INT64_MAX);
 			struct nc_utc_status s;
@@ -387,7 +392,10 @@ static void case_fake_silent(const char *arg)
 	}
 	fprintf(stderr, "case: silent chronyd: %d synchronised, %d free-running reads, then unknown\n",
 		seen[1], seen[2]);
-	CHECK(seen[1] > 0 && seen[2] > 0);
+	/* (how many reads stay synchronised depends on how slowly this runs:
+	 * a sanitizer; none may once the figures are older than four refresh
+	 * periods, which the reads above check through the status) */
+	CHECK(seen[2] > 0 && late_sync == 0);
 }
 
 /* a reply that must be refused, arriving after good figures: the last good
@@ -404,7 +412,7 @@ static void case_fake_turns_bad(const char *arg)
 		usleep(2000);
 	}
 	double hw0 = (double)(u.latest_ns - u.unix_ns);
-	fake.mode = mode;
+	__atomic_store_n(&fake.mode, mode, __ATOMIC_RELEASE);
 	int64_t shift = truth_shift();
 	double last = 0;
 	int64_t as_of = 0;
@@ -765,11 +773,11 @@ static void case_clockbound_bad(const char *arg)
 /* a writer rewriting the segment all the time, its fields garbage while
  * the generation is odd: no read ever takes a torn version (each whole
  * version holds the truth, a torn one would not) */
-static volatile int cb_stop;
+static int cb_stop;
 static void *cb_writer(void *arg)
 {
 	struct cbseg *g = arg;
-	for (uint64_t i = 0; !cb_stop; i++) {
+	for (uint64_t i = 0; !__atomic_load_n(&cb_stop, __ATOMIC_ACQUIRE); i++) {
 		uint16_t gen = (uint16_t)(g->generation + 1);
 		__atomic_store_n((uint16_t *)(uintptr_t)(cb_map + 14), gen, __ATOMIC_RELEASE);
 		int64_t zero = 0;
@@ -814,7 +822,7 @@ static void case_clockbound_torn(const char *arg)
 			torn++;
 		usleep(200);
 	}
-	cb_stop = 1;
+	__atomic_store_n(&cb_stop, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
 	struct nc_utc_status s;
 	nc_get_utc_status(&s);
@@ -1087,13 +1095,13 @@ static void case_vmclock_good(const char *arg)
  * the new page valid, holds the new page's UTC; every read with a bound
  * holds the page's UTC of its moment (a bound from before a move would
  * not); a valid page gives a bound again */
-static volatile int vm_stop;
+static int vm_stop;
 static pthread_mutex_t vm_mu = PTHREAD_MUTEX_INITIALIZER; /* one writer of the page at a time */
 static int64_t vm_shift = 7000000; /* the page's UTC - CLOCK_REALTIME (under vm_mu) */
 static void *vm_writer(void *arg)
 {
 	struct vmpage *g = arg;
-	while (!vm_stop) {
+	while (!__atomic_load_n(&vm_stop, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_lock(&vm_mu);
 		struct vmpage n = vm_good(vm_shift);
 		n.seq = g->seq;
@@ -1157,7 +1165,7 @@ static void case_vmclock_moves(const char *arg)
 		CHECK(st == NC_UTC_SYNCHRONISED || st == NC_UTC_DISRUPTED);
 		usleep(300);
 	}
-	vm_stop = 1;
+	__atomic_store_n(&vm_stop, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
 	/* the writer stopped: a valid page gives a bound again (the first
 	 * refresh may find the last move) */

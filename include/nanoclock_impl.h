@@ -436,8 +436,8 @@ static inline int nc_impl_utc_fill(struct nc_utc *u, uint64_t v, uint64_t t, uin
 				   int64_t as_of, uint64_t ss)
 {
 	uint64_t dt = t - at, lo;
-	if ((int64_t)dt < 0) /* another CPU's counter a little behind */
-		dt = 0;
+	if ((int64_t)dt < 0) /* a counter value before the bound's own: it grows both ways */
+		dt = -dt;
 	int32_t st = (int32_t)(uint32_t)ss;
 	if (dt > fresh && st == NC_UTC_SYNCHRONISED)
 		st = NC_UTC_FREE_RUNNING;

@@ -44,6 +44,7 @@ int64_t nc_impl_unix_slow(void)
  * call initialises); later ones only read, never wait. */
 int nc_impl_utc_slow(struct nc_utc *u)
 {
+	int e = errno; /* a read leaves errno as it was (a signal handler's caller) */
 	nc__ensure_init();
 	nc__slow_calls++;
 	if (!nc__utc_started()) {
@@ -51,7 +52,9 @@ int nc_impl_utc_slow(struct nc_utc *u)
 		nc__utc_start(nc__init_config());
 		nc__unlock();
 	}
-	return nc__utc_read(u);
+	int st = nc__utc_read(u);
+	errno = e;
+	return st;
 }
 
 uint64_t nc_impl_ticks_slow(int how)

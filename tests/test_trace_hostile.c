@@ -453,13 +453,25 @@ static int trace_kind(int k, const char *d, const char *p, int *sock)
 		return geteuid() == 0 && mknod(p, S_IFCHR | 0666, makedev(1, 5)) == 0;
 	case 6: /* a FIFO with no reader */
 		return mkfifo(p, 0644) == 0;
+	case 7: /* another name of an empty file of this user's (a hard link) */
+		f = fopen(target, "w");
+		CHECK(f && fclose(f) == 0);
+		return link(target, p) == 0;
+	case 8: /* another user's FIFO, with a reader (root: nobody's; nobody: root's) */
+		if (mkfifo(p, 0644) != 0)
+			return 0;
+		/* (as nobody: root's FIFO cannot be made here) */
+		if (geteuid() != 0 || chown(p, 65534, 65534) != 0)
+			return 0;
+		return (*sock = open(p, O_RDONLY | O_NONBLOCK)) >= 0; /* the reader */
 	}
 	return 0;
 }
 
 static const char *const trace_kinds[] = {"a text file", "another user's file", "a symbolic link",
 					  "a socket", "a directory", "a device node",
-					  "a FIFO with no reader"};
+					  "a FIFO with no reader", "a hard link to an empty file",
+					  "another user's FIFO with a reader"};
 
 static void never_replaces_in(const char *d)
 {
@@ -467,7 +479,7 @@ static void never_replaces_in(const char *d)
 	snprintf(p, sizeof(p), "%s/notes.txt", d);
 	snprintf(target, sizeof(target), "%s/target", d);
 	int made = 0;
-	for (int k = 0; k < 7; k++) {
+	for (int k = 0; k < 9; k++) {
 		int sock = -1;
 		if (!trace_kind(k, d, p, &sock)) {
 			fprintf(stderr, "case: %s: not made here (uid %u)\n", trace_kinds[k],

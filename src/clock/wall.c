@@ -242,6 +242,7 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 	/* decide */
 	double err = 0;
 	int step = old == NULL, set = 0;
+	double stepped = 0; /* the step followed, ns (for the listener) */
 	if (old) {
 		err = (double)(int64_t)((uint64_t)ti.real_at_mid - nc__epoch_extended(old, ti.b.mid));
 		double slewable = MAX_WALL_SLEW * wall.period_ns + ti.hw;
@@ -283,13 +284,15 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 		publish(&e);
 		nc__log(NC_LOG_DEBUG, "tie to the system clock skipped: bracket +-%.0f ns", ti.hw);
 		if (nc__wall_listener)
-			nc__wall_listener(why == WHY_PERIOD);
+			nc__wall_listener(why == WHY_PERIOD, 0);
 		return;
 	} else if (step) {
 		/* follow the system clock's step: from the tie, at its rate */
 		e.t0 = ti.b.mid;
 		nc__slope_from_ns(rate, &e);
 		e.c0 = nc__c0_for(e.t0, (uint64_t)ti.real_at_mid, e.mi, e.mf);
+		if (old)
+			stepped = fabs(err);
 		if (old && set) {
 			__atomic_store_n(&wall.steps, wall.steps + 1, __ATOMIC_RELAXED);
 			nc__log(NC_LOG_INFO, "system clock %s by %+.6f s: followed as a step",
@@ -338,7 +341,7 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 	double left = (double)(int64_t)((uint64_t)ti.real_at_mid - nc__epoch_value(&e, ti.b.mid));
 	record(&ti, rate, rate_ppm, left, why);
 	if (nc__wall_listener)
-		nc__wall_listener(why == WHY_PERIOD);
+		nc__wall_listener(why == WHY_PERIOD, stepped);
 	nc__log(NC_LOG_DEBUG, "Unix time tied: +-%.0f ns, %+.0f ns to slew in (%+.0f from the old "
 		"line), CLOCK_MONOTONIC %+.3f ppm from the counter's rate (+-%.3f)", ti.hw, left, err,
 		(rate / ns_tick - 1) * 1e6, rate_ppm);
@@ -403,7 +406,7 @@ void nc__wall_retie(void)
 	wall_update(&old, t, WHY_SET);
 }
 
-void (*nc__wall_listener)(int period);
+void (*nc__wall_listener)(int period, double stepped_ns);
 
 void nc__wall_tie(struct nc__wall_tie *t)
 {

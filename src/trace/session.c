@@ -340,8 +340,12 @@ static int open_file(const char *path)
 		return -1;
 	}
 	int reg = S_ISREG(st.st_mode);
-	if (!(S_ISFIFO(st.st_mode) || (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3)) ||
-	      (reg && st.st_uid == geteuid()))) {
+	/* a FIFO of this user's (another user's could be anyone's reader), a
+	 * regular file of this user's with no other name (a hard link would
+	 * be another file emptied) */
+	if (!((S_ISFIFO(st.st_mode) && st.st_uid == geteuid()) ||
+	      (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3)) ||
+	      (reg && st.st_uid == geteuid() && st.st_nlink == 1))) {
 		errno = EEXIST;
 		return -1;
 	}

@@ -6,7 +6,7 @@
  * time, the time after which it must not be trusted (void-after), the
  * maximum drift (ppb) and a status, written by clockbound-d from chronyd's
  * figures.  Native byte order:
- *   0 magic "AMZNCB\2\0"  8 segment size (u32)  12 version (u16)
+ *   0 magic (u32 0x414d5a4e, u32 0x43420200)  8 segment size (u32)  12 version (u16)
  *   14 generation (u16: odd while the writer writes)
  *   16 as-of (i64 s, i64 ns)  32 void-after (i64 s, i64 ns)  48 bound (i64 ns)
  *   version 2: 56 disruption marker (u64)  64 max drift (u32 ppb)
@@ -40,7 +40,10 @@
 
 #define CB_SIZE_V2 80  /* the header and the version 2 fields, padded */
 #define CB_SIZE_V1 72
-static const unsigned char CB_MAGIC[8] = {0x41, 0x4d, 0x5a, 0x4e, 0x43, 0x42, 0x02, 0x00};
+/* Two native-endian 32-bit words, as clockbound-d writes them
+ * (clock-bound-shm's SHM_MAGIC; PROTOCOL.md lists the words' bytes in
+ * big-endian order): on x86 and arm64 the bytes are 4e 5a 4d 41 00 02 42 43 */
+static const uint32_t CB_MAGIC[2] = {0x414d5a4eu, 0x43420200u};
 
 struct cb_fields {
 	uint16_t version, generation;
@@ -60,29 +63,39 @@ static int64_t ts_ns(const unsigned char *p)
 	return s * 1000000000 + ns;
 }
 
-/* The fields of a whole version of the segment at p (len bytes mapped): 0,
- * or -1 with why. */
-static int read_fields(const volatile unsigned char *p, size_t len, struct cb_fields *f, char *why,
-		       size_t wlen)
+/* The fields of a whole version of the segment in fd (len bytes): 0, or
+ * -1 with why.  Read with pread, not a mapping: clockbound-d truncates the
+ * file when it starts (a mapped read past the end would raise SIGBUS in
+ * the host program). */
+static int read_fields(int fd, size_t len, struct cb_fields *f, char *why, size_t wlen)
 {
 	unsigned char c[CB_SIZE_V2];
+	memset(c, 0, sizeof(c));
 	for (int tries = 0;; tries++) {
 		if (tries == 16) {
 			nc__fmt(why, wlen, "the segment stays mid-write (generation odd): refused as torn");
 			return -1;
 		}
-		uint16_t g0 = __atomic_load_n((const volatile uint16_t *)(p + 14), __ATOMIC_ACQUIRE);
+		size_t n = len < sizeof(c) ? len : sizeof(c);
+		/* the generation (bytes 14-15) is copied before the fields after
+		 * it; read again after them: equal and even, the copy is whole */
+		ssize_t got = pread(fd, c, n, 0);
+		uint16_t g0, g1;
+		if (got < 16) {
+			nc__fmt(why, wlen, "the ClockBound segment is %zd bytes long: refused", got);
+			return -1;
+		}
+		memcpy(&g0, c + 14, 2);
 		if (g0 & 1)
 			continue;
-		size_t n = len < sizeof(c) ? len : sizeof(c);
-		for (size_t i = 0; i < n; i++)
-			c[i] = p[i];
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		uint16_t g1 = __atomic_load_n((const volatile uint16_t *)(p + 14), __ATOMIC_RELAXED);
-		if (g0 == g1)
+		if (pread(fd, &g1, 2, 14) != 2)
+			continue;
+		if (g0 == g1) {
+			len = (size_t)got;
 			break;
+		}
 	}
-	if (memcmp(c, CB_MAGIC, 8) != 0) {
+	if (memcmp(c, CB_MAGIC, sizeof(CB_MAGIC)) != 0) {
 		nc__fmt(why, wlen, "not a ClockBound segment (its magic)");
 		return -1;
 	}
@@ -95,7 +108,7 @@ static int read_fields(const volatile unsigned char *p, size_t len, struct cb_fi
 		nc__fmt(why, wlen, "ClockBound segment version %u (this library reads 1 and 2)", f->version);
 		return -1;
 	}
-	if (size < need || size > len) {
+	if (size < need || len < need) {
 		nc__fmt(why, wlen, "a ClockBound segment of %u bytes (version %u needs %zu, the file has %zu)",
 			size, f->version, need, len);
 		return -1;
@@ -123,10 +136,9 @@ static int read_fields(const volatile unsigned char *p, size_t len, struct cb_fi
 
 /* ---- the source ---- */
 static struct {
-	const volatile unsigned char *map;
-	size_t len;
+	int fd; /* -1: none */
 	char path[160];
-} cb;
+} cb = {.fd = -1};
 
 static int cb_open(const char *arg, char *why, size_t len)
 {
@@ -150,14 +162,9 @@ static int cb_open(const char *arg, char *why, size_t len)
 		nc__fmt(why, len, "%s: %s: refused", cb.path, bad);
 		return -1;
 	}
-	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (m == MAP_FAILED) {
-		nc__fmt(why, len, "%s: cannot be mapped", cb.path);
-		return -1;
-	}
-	cb.map = m;
-	cb.len = (size_t)st.st_size;
+	if (cb.fd >= 0)
+		close(cb.fd);
+	cb.fd = fd;
 	return 0;
 }
 
@@ -166,15 +173,15 @@ static int cb_ask(struct nc__utc_fix *f, double wait_ms)
 	(void)wait_ms;
 	memset(f, 0, sizeof(*f));
 	f->status = NC_UTC_UNKNOWN;
-	if (!cb.map) {
-		nc__fmt(f->why, sizeof(f->why), "no ClockBound segment mapped");
+	if (cb.fd < 0) {
+		nc__fmt(f->why, sizeof(f->why), "no ClockBound segment open");
 		return 0;
 	}
 	struct cb_fields g;
 	/* the counter and CLOCK_MONOTONIC after the copy: the segment's age is
 	 * then never under-counted (COARSE, which ClockBound writes, lags the
 	 * fine clock) */
-	if (read_fields(cb.map, cb.len, &g, f->why, sizeof(f->why)) != 0)
+	if (read_fields(cb.fd, CB_SIZE_V2, &g, f->why, sizeof(f->why)) != 0)
 		return 1;
 	uint64_t now_tick = nc__counter_read();
 	int64_t mono = nc__ref.mono(), real = nc__ref.real();
@@ -213,9 +220,9 @@ static int cb_ask(struct nc__utc_fix *f, double wait_ms)
 
 static void cb_close(void)
 {
-	if (cb.map)
-		munmap((void *)(uintptr_t)cb.map, cb.len);
-	cb.map = NULL;
+	if (cb.fd >= 0)
+		close(cb.fd);
+	cb.fd = -1;
 }
 
 static void cb_where(char *out, size_t len) { nc__fmt(out, len, "%s", cb.path); }
@@ -235,7 +242,7 @@ void nc__utc_clockbound_store(volatile unsigned char *p, const struct nc__clockb
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	unsigned char c[CB_SIZE_V2];
 	memset(c, 0, sizeof(c));
-	memcpy(c, CB_MAGIC, 8);
+	memcpy(c, CB_MAGIC, sizeof(CB_MAGIC));
 	uint32_t size = CB_SIZE_V2;
 	uint16_t version = 2;
 	memcpy(c + 8, &size, 4);
@@ -261,21 +268,23 @@ size_t nc__utc_clockbound_size(void) { return CB_SIZE_V2; }
 
 int nc__utc_clockbound_is_segment(const unsigned char *p, size_t n)
 {
-	return n >= 8 && memcmp(p, CB_MAGIC, 8) == 0;
+	return n >= sizeof(CB_MAGIC) && memcmp(p, CB_MAGIC, sizeof(CB_MAGIC)) == 0;
 }
 
 /* Where to write: this user's ClockBound segment at path (updated in
  * place), or nothing there (made beside it, complete, then linked into
  * place: never over something that appeared meanwhile).  Anything else is
  * left alone. */
-static int open_segment(const char *path, char *why, size_t len)
+static int open_segment(const char *path, const char *tmp, int *created, char *why, size_t len)
 {
+	*created = 0;
 	struct stat st;
 	if (lstat(path, &st) == 0) {
 		const char *kind = S_ISLNK(st.st_mode)	 ? "a symbolic link"
 				   : S_ISDIR(st.st_mode) ? "a directory"
 				   : !S_ISREG(st.st_mode) ? "not a regular file"
 				   : st.st_uid != geteuid() ? "another user's file"
+				   : st.st_nlink != 1	 ? "a file with other names (hard links)"
 							     : NULL;
 		int fd = kind ? -1 : open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 		unsigned char head[8];
@@ -297,8 +306,6 @@ static int open_segment(const char *path, char *why, size_t len)
 		nc__fmt(why, len, "%s: cannot be looked at", path);
 		return -1;
 	}
-	char tmp[300];
-	nc__fmt(tmp, sizeof(tmp), "%s.%d.new", path, (int)getpid());
 	int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		nc__fmt(why, len, "%s: cannot create %s", path, tmp);
@@ -312,20 +319,25 @@ static int open_segment(const char *path, char *why, size_t len)
 		errno = e;
 		return -1;
 	}
+	*created = 1;
 	return fd; /* the caller writes it, then links it into place */
 }
 
 int nc__utc_clockbound_publish(const char *path, const struct nc__clockbound_out *o, char *why,
 			       size_t len)
 {
-	struct stat st;
-	int fresh = lstat(path, &st) != 0 && errno == ENOENT;
-	int fd = open_segment(path, why, len);
+	char tmp[300];
+	if (strlen(path) + 24 > sizeof(tmp)) {
+		nc__fmt(why, len, "a path of more than %zu bytes", sizeof(tmp) - 24);
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	nc__fmt(tmp, sizeof(tmp), "%s.%d.new", path, (int)getpid());
+	int fresh;
+	int fd = open_segment(path, tmp, &fresh, why, len);
 	if (fd < 0)
 		return -1;
 	void *m = mmap(NULL, CB_SIZE_V2, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	char tmp[300];
-	nc__fmt(tmp, sizeof(tmp), "%s.%d.new", path, (int)getpid());
 	if (m == MAP_FAILED) {
 		int e = errno;
 		close(fd);

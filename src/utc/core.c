@@ -56,6 +56,10 @@ static struct {
 	int lost;                           /* answers since have had no bound */
 	int disrupted;                      /* the source said so: no bound until a good one */
 	uint64_t watch_addr, watch_val;     /* the source's disruption marker, for the reads */
+	double step_ns;                     /* steps of the system clock followed since the
+					       figures were taken: added until figures taken
+					       after them come */
+	uint64_t step_tick;                 /* the counter at the latest such step */
 	char last_why[200];                 /* the latest answer's or failure's reason */
 	double prev_slew_ns;                /* the figures before good's slew */
 	double drift_default, horizon_s, fresh_s;
@@ -140,7 +144,10 @@ static void publish(void)
 		 * figures' correction, if larger, stands in for it (a slew that
 		 * stopped leaves the line up to that far past the clock) */
 		double more = u.prev_slew_ns > g->slew_ns ? u.prev_slew_ns - g->slew_ns : 0;
-		double err0 = tie + src + more + 2; /* 2: the line's rounding */
+		/* a step of the system clock since the figures were taken moved
+		 * CLOCK_REALTIME (and the line with it) by that much from where
+		 * the figures put it */
+		double err0 = tie + src + more + u.step_ns + 2; /* 2: the line's rounding */
 		double slope = ns_tick * (ti.ppm + d_ppm) * 1e-6;
 		double tps = 1e9 / ns_tick;
 		double hor = u.horizon_s;
@@ -153,6 +160,8 @@ static void publish(void)
 		c.err0 = err0 < 0x1p62 ? (uint64_t)ceil(err0) : (uint64_t)1 << 62;
 		c.slope = slope < 0x1p15 ? (uint64_t)ceil(slope * 0x1p48) : (uint64_t)1 << 63;
 		double fresh = g->fresh_ns > 0 ? g->fresh_ns / 1e9 : u.fresh_s;
+		if (fresh > hor)
+			fresh = hor;
 		c.fresh_len = ticks_left(T, g->q_tick + (uint64_t)(fresh * tps));
 		c.horizon_len = hor > 0 ? ticks_left(T, g->q_tick + (uint64_t)(hor * tps)) : 0;
 		c.as_of_ns = g->as_of_ns;
@@ -184,6 +193,9 @@ static void take(const struct nc__utc_fix *f)
 		u.prev_slew_ns = 0;
 		nc__copy(u.last_why, sizeof(u.last_why), f->why);
 	} else if (f->status == NC_UTC_SYNCHRONISED || f->status == NC_UTC_FREE_RUNNING) {
+		/* figures asked for after the latest step know of it */
+		if (u.step_ns > 0 && (int64_t)(f->q_tick - u.step_tick) > 0)
+			u.step_ns = 0;
 		u.prev_slew_ns = u.have_good ? u.good.slew_ns : 0;
 		u.good = *f;
 		u.have_good = 1;
@@ -253,10 +265,17 @@ static void retry_chrony(void)
 	nc__log(NC_LOG_INFO, "UTC source: chronyd answers now: chrony chosen");
 }
 
-/* wall.c's listener: a new epoch of Unix time (period: a period's tie) */
-static void on_wall(int period)
+/* wall.c's listener: a new epoch of Unix time (period: a period's tie;
+ * stepped_ns: the step of the system clock it followed) */
+static void on_wall(int period, double stepped_ns)
 {
-	if (period && u.src)
+	if (stepped_ns > 0 && u.have_good) {
+		u.step_ns += stepped_ns;
+		u.step_tick = nc__counter_read();
+	}
+	/* a source that states UTC against the counter (VMClock) is asked at
+	 * every new epoch: its figures are about the line itself */
+	if (u.src && (period || (u.have_good && u.good.on_line)))
 		ask(0);
 	if (period && u.is_auto && (!u.src || u.src == &nc__utc_adjtimex))
 		retry_chrony();
@@ -448,7 +467,14 @@ void nc__utc_clockbound_figures(struct nc__clockbound_out *o)
 		o->status = 0;
 		return;
 	}
-	o->bound_ns = (int64_t)ceil(g->bound_ns + d * 1e-6 * (age > 0 ? age : 0)) + 1;
+	double b = g->bound_ns + d * 1e-6 * (age > 0 ? age : 0) + u.step_ns;
+	if (g->on_line) {
+		/* a bound on the line: CLOCK_REALTIME is off it by the tie too */
+		struct nc__wall_tie ti;
+		nc__wall_tie(&ti);
+		b += ti.err0_ns + ti.ns_per_tick * ti.ppm * 1e-6 * (double)(int64_t)(nc__counter_read() - ti.tick);
+	}
+	o->bound_ns = (int64_t)ceil(b) + 1;
 	o->drift_ppb = (uint32_t)ceil(d * 1e3);
 	o->void_ns = coarse + (int64_t)(hor - age);
 	double fresh = g->fresh_ns > 0 ? g->fresh_ns : u.fresh_s * 1e9;

@@ -31,6 +31,8 @@ struct nc__utc_fix {
 				they held (0: NANOCLOCK_UTC_HORIZON_S) */
 	double fresh_ns;     /* ... and fresh this long (0: four refresh periods) */
 	int drop;            /* no bound, and the figures before are void too */
+	int on_line;         /* bound_ns is on |nc_unix_ns - UTC| itself (VMClock), not
+				on CLOCK_REALTIME: as ClockBound's, the tie is added */
 	uint64_t watch_addr, watch_val; /* a word the fast path watches (VMClock's
 				disruption marker): 0, or its address and value */
 	uint64_t q_tick;     /* a counter value at or before the moment they held */

@@ -153,6 +153,9 @@ static int vm_ask(struct nc__utc_fix *f, double wait_ms)
 	f->watch_addr = (uint64_t)(uintptr_t)(vm.map + 16);
 	struct page pg;
 	if (read_page(&pg) != 0) {
+		/* (the marker watched stays the last good one's: the reads do not
+		 * leave the fast path for a page that is still being written) */
+		f->watch_addr = 0;
 		f->status = NC_UTC_DISRUPTED;
 		nc__fmt(f->why, sizeof(f->why), "the VMClock page stays mid-update (sequence odd)");
 		return 1;
@@ -213,6 +216,7 @@ static int vm_ask(struct nc__utc_fix *f, double wait_ms)
 	f->status = pg.status == 2 ? NC_UTC_SYNCHRONISED : NC_UTC_FREE_RUNNING;
 	f->bound_ns = fabs(diff) + (double)pg.maxerr_ns + fabs(dt) * rate_err + 1;
 	f->slew_ns = 0; /* the line itself was measured against the page */
+	f->on_line = 1;
 	f->drift_ppm = (fabs(line_per - per_ns) + rate_err) / per_ns * 1e6;
 	f->q_tick = t;
 	f->as_of_ns = line_ns - (int64_t)diff;

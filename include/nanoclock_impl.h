@@ -431,7 +431,8 @@ static inline int64_t nc_unix_ns(void)
 
 /* The interval for counter value t from a copy's bound fields (read
  * already): shared by the inline read and the library's. */
-static inline int nc_impl_utc_fill(struct nc_utc *u, uint64_t v, uint64_t t, uint64_t at,
+static inline __attribute__((always_inline)) int nc_impl_utc_fill(struct nc_utc *u, uint64_t v,
+								 uint64_t t, uint64_t at,
 				   uint64_t err0, uint64_t slope, uint64_t fresh, uint64_t hor,
 				   int64_t as_of, uint64_t ss)
 {
@@ -462,7 +463,7 @@ static inline int nc_impl_utc_fill(struct nc_utc *u, uint64_t v, uint64_t t, uin
 /* One counter read, the epoch and the bound from copy 0 of one latch, as
  * nc_impl_read; anything else (the first call, a write under way, a
  * counter value past the epoch) goes to the library, which never waits. */
-static inline int nc_utc_now(struct nc_utc *u)
+static inline __attribute__((always_inline)) int nc_utc_now(struct nc_utc *u)
 {
 	const struct nc_impl_utc_copy *c = &nc_impl_utc_g.copy[0];
 	uint64_t t, lo;

@@ -104,6 +104,12 @@ static void on_alarm(int sig)
 	int64_t u = nc_unix_ns();
 	int64_t tu = nc_ticks_to_unix_ns(t);
 	uint64_t d = nc_ticks_to_ns(1000000);
+	/* the UTC interval too (the interrupted thread may hold the lock in a
+	 * refresh): it holds its own Unix time, or says it has no bound */
+	struct nc_utc w;
+	int ws = nc_utc_now(&w);
+	if (ws < 0 || ws > 3 || w.earliest_ns > w.unix_ns || w.latest_ns < w.unix_ns)
+		conv_bad++;
 	if (n < before_now)
 		now_back++;
 	/* Unix time may step back only when the system clock was set: the
@@ -180,6 +186,8 @@ static void handler_case(const char *arg)
 		if ((loops & 63) == 0) {
 			/* a re-tie (what the upkeep thread does when the clock is
 			 * set) and a look at the counter, both under the lock */
+			struct nc_utc w;
+			(void)nc_utc_now(&w);
 			nc_unix_retie();
 			CHECK(nc_get_unix_status(&st) == 0);
 			seen_steps = st.steps;

@@ -64,6 +64,18 @@ static int make_dir(const char *path)
 	return 0;
 }
 
+/* Waits s seconds for SIGTERM, SIGINT or SIGHUP: 1 when told to stop
+ * (said so). */
+static int stopped(const sigset_t *set, double s)
+{
+	struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+	int sig = sigtimedwait(set, NULL, &ts);
+	if (sig != SIGTERM && sig != SIGINT)
+		return 0;
+	printf("nanoclock daemon: stopped by %s\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	return 1;
+}
+
 int nc_daemon_main(const struct nc_daemon_opts *o)
 {
 	sigset_t set;
@@ -110,11 +122,21 @@ int nc_daemon_main(const struct nc_daemon_opts *o)
 	fflush(stdout);
 	double said_ppm = INFINITY;
 	int failing = 0;
+	/* continuing a record, the rate is its claim until the library's first
+	 * refresh (80 ms after the start) measures it here: the record is
+	 * written from then on, never the claim read back.  Until then (2 s at
+	 * most) a failure is tried again every 50 ms without a word. */
+	int settle = st.adopted ? 40 : 0;
 	for (;;) {
 		(void)nc_now_ns(); /* a due refresh refines the rate first */
 		char why[192];
 		if (nc_shared_publish(o->record, verdict, shift_ns, ncpus, why, sizeof(why)) != 0) {
 			int e = errno;
+			if (settle-- > 0) {
+				if (stopped(&set, 0.05))
+					return 0;
+				continue;
+			}
 			if (!failing || o->once)
 				fprintf(stderr, "nanoclock daemon: record not written: %s%s%s\n", why,
 					e ? ": " : "", e ? strerror(e) : "");
@@ -122,27 +144,20 @@ int nc_daemon_main(const struct nc_daemon_opts *o)
 			if (o->once)
 				return 1;
 		} else {
-			failing = 0;
+			failing = settle = 0;
 			double ppm = nc_ticks_per_second_uncertainty_ppm();
 			nc_get_shared_status(&st);
 			/* a line when the uncertainty has halved: a handful a day */
 			if (o->once || st.ppm <= said_ppm / 2) {
 				printf("nanoclock daemon: wrote %s generation %llu: %.6f MHz +-%.3g ppm "
-				       "(baseline %.3g s); in use here +-%.3g ppm\n",
+				       "(baseline %.3g s, measured here); in use here +-%.3g ppm\n",
 				       o->record, (unsigned long long)st.generation, st.hz / 1e6, st.ppm,
 				       st.baseline_s, ppm);
 				fflush(stdout);
 				said_ppm = st.ppm;
 			}
 		}
-		if (o->once)
+		if (o->once || stopped(&set, o->interval_s))
 			return 0;
-		struct timespec ts = {(time_t)o->interval_s,
-				      (long)((o->interval_s - floor(o->interval_s)) * 1e9)};
-		int sig = sigtimedwait(&set, NULL, &ts);
-		if (sig == SIGTERM || sig == SIGINT) {
-			printf("nanoclock daemon: stopped by %s\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-			return 0;
-		}
 	}
 }

@@ -35,8 +35,8 @@
  *     came out low: stopping there (checkpoints 25% apart), 3 of 1600
  *     rates of 20 processes at once on 2 busy CPUs were outside it, 1.25
  *     times at worst (tests/test_contention.c, ten runs); two in a row,
- *     0 of 1600, and quiet starts no slower (scripts/calib-spread and
- *     `bench init` figures: README).  Each checkpoint has 8 to 16 bins;
+ *     4 of 12640 (1.12), and quiet starts no slower (figures: README).
+ *     Each checkpoint has 8 to 16 bins;
  *  3. the slope b is ns per tick, hz = 1e9 / b.  Its standard error is
  *     sigma / sqrt(Sxx), sigma being the residual scatter, if the scatter
  *     is independent from bracket to bracket.  It often is not (a timer

@@ -46,8 +46,10 @@ __attribute__((visibility("default"))) int nc_get_shared_status(struct nc_shared
  * renamed over the old: readers see one or the other, whole).  A
  * cross-CPU verdict (NC_SYNC_*, or -1 for none) with its maximum shift and
  * the number of CPUs may be recorded with it.  0, or NC_EINVAL (relative
- * or too long path, an OS clock's exact rate needs no record), NC_ESYS
- * (errno set; why[] says which step); why may be NULL. */
+ * or too long path, an OS clock's exact rate needs no record, a rate
+ * adopted from a record and not yet measured by this process: its first
+ * refresh, 80 ms at most after the start, measures it), NC_ESYS (errno
+ * set; why[] says which step); why may be NULL. */
 __attribute__((visibility("default"))) int nc_shared_publish(const char *path, int sync_verdict,
 							    double sync_max_shift_ns,
 							    uint32_t sync_ncpus, char *why,

@@ -34,6 +34,11 @@ struct sim {
 	 * warming again) */
 	double episode_ns, episode_tau_ns, episode_off;
 	long double episode_t;
+	/* time slices (many processes on few CPUs): after each slice_ns *
+	 * U(0.5, 1.5) of running, the process is off its CPU for stall_ns *
+	 * U(0.5, 1.5), and the reference reads off by a new offset of
+	 * U(-stall_step_ns, stall_step_ns) (another CPU, caches cold) */
+	double slice_ns, stall_ns, stall_step_ns, slice_left, stall_off;
 	uint64_t rng;
 	long calls;
 };
@@ -50,7 +55,13 @@ static inline double sim_uniform(struct sim *s)
 static inline void sim_advance(struct sim *s)
 {
 	s->calls++;
-	s->t_ns += s->cost_min_ns + (s->cost_max_ns - s->cost_min_ns) * sim_uniform(s);
+	double cost = s->cost_min_ns + (s->cost_max_ns - s->cost_min_ns) * sim_uniform(s);
+	s->t_ns += cost;
+	if (s->slice_ns > 0 && (s->slice_left -= cost) <= 0) {
+		s->t_ns += s->stall_ns * (0.5 + sim_uniform(s));
+		s->slice_left = s->slice_ns * (0.5 + sim_uniform(s));
+		s->stall_off = s->stall_step_ns * (2 * sim_uniform(s) - 1);
+	}
 	if (s->preempt_p > 0 && sim_uniform(s) < s->preempt_p) {
 		s->t_ns += s->preempt_ns * (0.5 + sim_uniform(s));
 		if (s->episode_ns > 0) {
@@ -88,6 +99,7 @@ static inline int64_t sim_ref(void *ctx)
 					s->wander_phase);
 	if (s->episode_ns > 0)
 		t += s->episode_off * exp(-(double)(s->t_ns - s->episode_t) / s->episode_tau_ns);
+	t += s->stall_off;
 	if (s->warm_ns > 0) {
 		double age = (double)(s->t_ns - s->warm_t0);
 		if (age < s->warm_period_ns)
@@ -112,6 +124,7 @@ static inline void sim_default(struct sim *s, double hz, uint64_t seed)
 	s->warm_t0 = s->t_ns;
 	s->episode_ns = s->episode_tau_ns = s->episode_off = 0;
 	s->episode_t = s->t_ns;
+	s->slice_ns = s->stall_ns = s->stall_step_ns = s->slice_left = s->stall_off = 0;
 	s->rng = seed * 0x9E3779B97F4A7C15ull + 1;
 	s->calls = 0;
 }

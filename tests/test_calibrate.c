@@ -22,6 +22,12 @@ static struct nc__calib_io io_for(struct sim *s)
 	return io;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
 static double err_ppm(const struct nc__calib *c, double hz) { return (c->hz - hz) / hz * 1e6; }
 
 /* The simulated worlds are deterministic, seed by seed.  Natively every
@@ -255,8 +261,8 @@ static void test_adaptive_stops_early(void **state)
 		struct nc__calib c;
 		assert_int_equal(nc__calibrate_until(&io, &g, &c), 0);
 		assert_true(c.ppm <= 1.0);
-		/* stopped at a checkpoint (125 us times a power of 1.25), not at the cap */
-		double k = log((double)c.window_ns / 125000.0) / log(1.25);
+		/* stopped at a checkpoint (125 us times a power of 1.0625), not at the cap */
+		double k = log((double)c.window_ns / 125000.0) / log(1.0625);
 		if (!(c.window_ns >= 250000 && k - floor(k) < 0.05 && c.window_ns < 20000000))
 			fail_msg("seed %d: stopped after %lld ns", seed, (long long)c.window_ns);
 		if (!(fabs(err_ppm(&c, s.hz)) <= c.ppm))
@@ -325,16 +331,18 @@ static void test_adaptive_cap(void **state)
 	assert_int_equal(nc__calibrate_until(&io, NULL, &c), NC_EINVAL);
 }
 
-/* A known limit, measured and guarded: offsets of the reference's place
- * that change at each preemption and fade over 0.5 ms (what an emulator
- * on a busy machine shows: 56 of 60 real cold calibrations of the riscv64
- * build under qemu-user were within their stated uncertainty, worst 1.28
- * times it, scripts/calib-spread).  Few such episodes fall in a window,
- * and no batching of it sees them as independent: the stated uncertainty
- * covers 95% of these worlds (284 of 300 seeds natively, worst 4.96 times
- * it; the first 30: 28, worst 1.22), not the 4-sigma share.  Asserted: at
- * least 90% of 300 (80% of the 30 run under emulation or valgrind) and
- * never 6 times over, so that a change that makes it worse fails here. */
+/* Offsets of the reference's place that change at each preemption and
+ * fade over 0.5 ms (what an emulator on a busy machine shows: 56 of 60
+ * real cold calibrations of the riscv64 build under qemu-user were within
+ * their stated uncertainty, worst 1.28 times it, scripts/calib-spread).
+ * Few such episodes fall in a window.  While the fit took the
+ * preemptions' leverage at face value the stated uncertainty covered 284
+ * of these 300 seeds, worst 4.96 times it; with the gaps taken out of the
+ * uncertainty (calibrate.c, fit_add) 299, worst 1.34, and with the goal
+ * met at two checkpoints in a row 299, worst 1.21 (the first 30: all,
+ * worst 0.55).  Asserted: at least 97% of 300 (90% of the 30 run under
+ * emulation or valgrind) and never twice over, so that a change that
+ * makes it worse fails here. */
 static void test_episodic_offsets(void **state)
 {
 	(void)state;
@@ -361,8 +369,64 @@ static void test_episodic_offsets(void **state)
 	}
 	printf("  episodic offsets (30 ns, 0.5 ms): %d of %d within the stated uncertainty, worst "
 	       "%.2f times it\n", within, n, worst);
-	assert_true(within >= (n == 300 ? n * 9 / 10 : n * 8 / 10));
-	assert_true(worst < 6);
+	assert_true(within >= (n == 300 ? n * 97 / 100 : n * 9 / 10));
+	assert_true(worst < 2);
+}
+
+/* Many processes starting at once on few CPUs (issue 26: 20 at once on a
+ * 2-CPU KVM guest): a calibration runs a slice, is off its CPU for
+ * milliseconds, runs again.  Across a stall the fit gains leverage no
+ * bracket earned (and the reference's place may step: here 1 ns), and the
+ * batches, cut in equal reference time, mostly fell into the stall, so
+ * the correlated scatter of the slices (here the reference wandering by
+ * 2 ns) went unseen: before the batches and the uncertainty took the
+ * stalls out, 35 of these 80 worlds were outside their stated
+ * uncertainty, the worst 7.63 times it (as were 15 of 1200 real starts,
+ * 1.96 times at worst: scripts/calib-spread -t -j 20 -b 0).  Now every
+ * one must be within, and the statement still useful; it is cautious here
+ * (the errors are below a tenth of it: this world's wander averages out
+ * across the slices, which nothing inside a slice can tell). */
+static void test_time_slices(void **state)
+{
+	(void)state;
+	double worst = 0, stated[80];
+	int n = seeds(40) == 40 ? 80 : 20, stalled = 0, outside = 0;
+	for (int seed = 1; seed <= n; seed++) {
+		struct sim s;
+		sim_default(&s, 2095998040.0, (uint64_t)seed);
+		s.gran = 21;
+		s.cost_min_ns = 15;
+		s.cost_max_ns = 35;
+		s.wander_ns = 2;
+		s.wander_period_ns = 1e6;
+		s.wander_phase = 6.283185307179586 * seed / 13;
+		s.slice_ns = 1e6;
+		s.slice_left = 0.3e6 + 1e4 * (seed % 100);
+		s.stall_ns = 10e6;
+		s.stall_step_ns = 1;
+		struct nc__calib_io io = io_for(&s);
+		struct nc__calib_goal g = {250000, 20000000, 1.0};
+		struct nc__calib c;
+		assert_int_equal(nc__calibrate_until(&io, &g, &c), 0);
+		double r = fabs(err_ppm(&c, s.hz)) / c.ppm;
+		stalled += c.window_ns > 5000000;
+		worst = r > worst ? r : worst;
+		stated[seed - 1] = c.ppm;
+		if (!(r <= 1)) {
+			outside++;
+			printf("  seed %d: error %.4f ppm outside stated %.4f after %.3f ms (%u brackets)\n",
+			       seed, err_ppm(&c, s.hz), c.ppm, c.window_ns / 1e6, c.n_used);
+		}
+	}
+	qsort(stated, (size_t)n, sizeof(stated[0]), cmp_double);
+	printf("  time slices (1 ms on, 5-15 ms off): %d of %d outside the stated uncertainty, worst "
+	       "%.2f times it; stated median %.3f ppm, max %.3f; %d past a stall\n",
+	       outside, n, worst, stated[n / 2], stated[n - 1], stalled);
+	assert_int_equal(outside, 0);
+	assert_true(stalled > n / 4); /* the case is exercised */
+	/* useful still: in 20 ms, two or three slices of brackets, about 2 ms,
+	 * which in this world support 2.8 ppm (median) to 5.4 */
+	assert_true(stated[n / 2] < 4 && stated[n - 1] < 10);
 }
 
 int main(void)
@@ -375,6 +439,7 @@ int main(void)
 		cmocka_unit_test(test_long_baseline),    cmocka_unit_test(test_slow_wander),
 		cmocka_unit_test(test_adaptive_stops_early), cmocka_unit_test(test_adaptive_cap),
 		cmocka_unit_test(test_warming_brackets), cmocka_unit_test(test_episodic_offsets),
+		cmocka_unit_test(test_time_slices),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

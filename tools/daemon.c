@@ -66,6 +66,18 @@ static int make_dir(const char *path)
 	return 0;
 }
 
+/* Waits s seconds for SIGTERM, SIGINT or SIGHUP: 1 when told to stop
+ * (said so). */
+static int stopped(const sigset_t *set, double s)
+{
+	struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+	int sig = sigtimedwait(set, NULL, &ts);
+	if (sig != SIGTERM && sig != SIGINT)
+		return 0;
+	printf("nanoclock daemon: stopped by %s\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	return 1;
+}
+
 int nc_daemon_main(const struct nc_daemon_opts *o)
 {
 	sigset_t set;
@@ -116,9 +128,14 @@ int nc_daemon_main(const struct nc_daemon_opts *o)
 	 * grows from its as-of time); the record every interval */
 	double step_s = o->clockbound && o->interval_s > 1 ? 1 : o->interval_s;
 	double since_record = INFINITY;
+	/* continuing a record, the rate is its claim until the library's first
+	 * refresh (80 ms after the start) measures it here: the record is
+	 * written from then on, never the claim read back.  Until then (2 s at
+	 * most) a failure is tried again every 50 ms without a word. */
+	int settle = st.adopted ? 40 : 0, retrying = 0;
 	for (;;) {
 		(void)nc_now_ns(); /* a due refresh refines the rate first */
-		if (o->clockbound) {
+		if (o->clockbound && !retrying) {
 			char why[256];
 			int crc = nc_utc_publish_clockbound(o->clockbound, why, sizeof(why));
 			if (crc != 0 && (!cb_failing || o->once))
@@ -141,6 +158,13 @@ int nc_daemon_main(const struct nc_daemon_opts *o)
 		char why[192];
 		if (nc_shared_publish(o->record, verdict, shift_ns, ncpus, why, sizeof(why)) != 0) {
 			int e = errno;
+			if (settle-- > 0) {
+				if (stopped(&set, 0.05))
+					return 0;
+				retrying = 1;
+				since_record = INFINITY;
+				continue;
+			}
 			if (!failing || o->once)
 				fprintf(stderr, "nanoclock daemon: record not written: %s%s%s\n", why,
 					e ? ": " : "", e ? strerror(e) : "");
@@ -148,27 +172,24 @@ int nc_daemon_main(const struct nc_daemon_opts *o)
 			if (o->once)
 				return 1;
 		} else {
-			failing = 0;
+			failing = settle = 0;
 			double ppm = nc_ticks_per_second_uncertainty_ppm();
 			nc_get_shared_status(&st);
 			/* a line when the uncertainty has halved: a handful a day */
 			if (o->once || st.ppm <= said_ppm / 2) {
 				printf("nanoclock daemon: wrote %s generation %llu: %.6f MHz +-%.3g ppm "
-				       "(baseline %.3g s); in use here +-%.3g ppm\n",
+				       "(baseline %.3g s, measured here); in use here +-%.3g ppm\n",
 				       o->record, (unsigned long long)st.generation, st.hz / 1e6, st.ppm,
 				       st.baseline_s, ppm);
 				fflush(stdout);
 				said_ppm = st.ppm;
 			}
 		}
+		retrying = 0;
 		if (o->once)
 			return 0;
-	wait:;
-		struct timespec ts = {(time_t)step_s, (long)((step_s - floor(step_s)) * 1e9)};
-		int sig = sigtimedwait(&set, NULL, &ts);
-		if (sig == SIGTERM || sig == SIGINT) {
-			printf("nanoclock daemon: stopped by %s\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	wait:
+		if (stopped(&set, step_s))
 			return 0;
-		}
 	}
 }

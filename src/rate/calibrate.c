@@ -17,20 +17,26 @@
  *  2. brackets are taken back to back and the accepted ones go into a
  *     streaming least-squares fit r = a + b*mid (running means and
  *     co-moments: no sample array, any window length), and into bins of
- *     equal reference time;
- *  2a. adaptive stop: at checkpoints (125 us of reference time, then every
- *     25% more) the fit is evaluated; the first calibration stops as soon
- *     as the stated uncertainty below meets its target (1 ppm by default),
- *     or at its cap.  Checkpoints a quarter apart rather than doublings:
- *     after an idle spell the first windows are noisier, and a goal missed
- *     at 1 ms was met at 2 ms with a third of the uncertainty to spare
- *     (half the start wasted).  Tried and measured (2026-11-26): 6.25%
- *     apart with the goal met at two in a row was 7% shorter and more
- *     honest in simulation (tests/test_calibrate.c episodic_offsets: 292
- *     of 300 within against 284), but on an AMD EPYC KVM guest cold starts
- *     were slower (median 1.088 ms against 1.011, 31 alternating pairs)
- *     and under qemu-user no better at the worst (3.47 times the stated
- *     against 2.33): not kept.  Each checkpoint has 8 to 16 bins;
+ *     equal active time: reference time with each gap between accepted
+ *     brackets cut to 100 us.  A gap is the process off its CPU (many
+ *     processes starting at once): the brackets after it sit far from
+ *     those before, leverage no bracket earned, and the reference's place
+ *     in them may have moved (caches cold, another CPU).  The rate is the
+ *     fit's, at the real positions; its uncertainty (3.) is computed at
+ *     the positions with the gaps cut (trusting the leverage, 15 of 1200
+ *     starts of 20 processes at once on 2 CPUs were outside their stated
+ *     uncertainty, 1.96 times it at worst);
+ *  2a. adaptive stop: at checkpoints (125 us of active time, then every
+ *     6.25% more) the fit is evaluated; the first calibration stops at the
+ *     second checkpoint in a row whose stated uncertainty meets its target
+ *     (1 ppm by default), or at its cap (in reference time: a start stays
+ *     bounded).  The statement is an estimate (batches of 6-14 degrees of
+ *     freedom) and the first one under the target is more often one that
+ *     came out low: stopping there (checkpoints 25% apart), 3 of 1600
+ *     rates of 20 processes at once on 2 busy CPUs were outside it, 1.25
+ *     times at worst (tests/test_contention.c, ten runs); two in a row,
+ *     4 of 12640 (1.12), and quiet starts no slower (figures: README).
+ *     Each checkpoint has 8 to 16 bins;
  *  3. the slope b is ns per tick, hz = 1e9 / b.  Its standard error is
  *     sigma / sqrt(Sxx), sigma being the residual scatter, if the scatter
  *     is independent from bracket to bracket.  It often is not (a timer
@@ -45,10 +51,10 @@
  *     change of the mean bracket width between the first and last quarter
  *     of the window, over the distance between them (if brackets narrow as
  *     code warms up, the reference's place in them drifts): the change
- *     beyond 4 of its standard errors in full, the rest in quadrature.  The worst-case
- *     bound from bracket widths alone (each end anywhere in its bracket) is
- *     also reported: it is what a single pair of brackets could guarantee,
- *     and shrinks as 1/window.
+ *     beyond 4 of its standard errors in full, the rest in quadrature.
+ *     The worst-case bound from bracket widths alone (each end anywhere
+ *     in its bracket) is also reported: it is what a single pair of
+ *     brackets could guarantee, and shrinks as 1/window.
  *
  * Later, nc__calib_extend() measures the rate over a much longer baseline:
  * from the fitted line's centroid (error ~ sigma/sqrt(n)) to one new
@@ -100,12 +106,16 @@ struct fit {
 	 * (aarch64, riscv64, ppc64), which would slow each bracket down
 	 * several-fold */
 	double mx, my, cxx, cxy, cyy;
+	/* the same brackets with the gaps taken out (see fit_add): the
+	 * uncertainty's positions, running mean and co-moment */
+	double gap_x, gap_y;   /* ticks and ns taken out so far */
+	double mxa, cxxa;
 	uint32_t n, total;
-	double first_y, last_y;
+	double first_y, last_y, last_x;
 	uint64_t first_w, last_w;
 	double bin_ns;
 	int nbins;
-	double bn[MAX_BINS], bx[MAX_BINS], by[MAX_BINS], bw[MAX_BINS], bw2[MAX_BINS];
+	double bn[MAX_BINS], bx[MAX_BINS], bxa[MAX_BINS], by[MAX_BINS], bw[MAX_BINS], bw2[MAX_BINS];
 };
 
 /* Phase 1: the narrowest of a few brackets sets the acceptance width;
@@ -131,17 +141,27 @@ static void merge_bins(struct fit *f)
 	for (int k = 0; k < MAX_BINS / 2; k++) {
 		f->bn[k] = f->bn[2 * k] + f->bn[2 * k + 1];
 		f->bx[k] = f->bx[2 * k] + f->bx[2 * k + 1];
+		f->bxa[k] = f->bxa[2 * k] + f->bxa[2 * k + 1];
 		f->by[k] = f->by[2 * k] + f->by[2 * k + 1];
 		f->bw[k] = f->bw[2 * k] + f->bw[2 * k + 1];
 		f->bw2[k] = f->bw2[2 * k] + f->bw2[2 * k + 1];
 	}
 	for (int k = MAX_BINS / 2; k < MAX_BINS; k++)
-		f->bn[k] = f->bx[k] = f->by[k] = f->bw[k] = f->bw2[k] = 0;
+		f->bn[k] = f->bx[k] = f->bxa[k] = f->by[k] = f->bw[k] = f->bw2[k] = 0;
 	f->bin_ns *= 2;
 	f->nbins = MAX_BINS / 2;
 }
 
-/* Phase 2: one bracket t1, r, t2 into the fit.  Returns 1 if accepted. */
+/* The active time between two accepted brackets: reference time beyond
+ * this (the process was preempted, or migrated, or its brackets were all
+ * too wide) is a gap.  Above the interrupts of a quiet machine (10-75 us
+ * on a KVM guest), below a time slice. */
+#define GAP_NS 100000.0
+
+/* Phase 2: one bracket t1, r, t2 into the fit.  Returns 1 if accepted.
+ * The rate's fit takes the real positions; the uncertainty, the bins and
+ * the checkpoints the positions with each gap cut to GAP_NS (step 2 at
+ * the top). */
 static int fit_add(struct fit *f, uint64_t t1, int64_t r, uint64_t t2)
 {
 	f->total++;
@@ -153,8 +173,13 @@ static int fit_add(struct fit *f, uint64_t t1, int64_t r, uint64_t t2)
 	if (f->n == 0) {
 		f->first_y = y;
 		f->first_w = w;
+	} else if (y - f->last_y > GAP_NS) {
+		double cut = 1 - GAP_NS / (y - f->last_y);
+		f->gap_y += (y - f->last_y) * cut;
+		f->gap_x += (x - f->last_x) * cut;
 	}
 	f->last_y = y;
+	f->last_x = x;
 	f->last_w = w;
 	f->n++;
 	double dx = x - f->mx, dy = y - f->my;
@@ -163,7 +188,10 @@ static int fit_add(struct fit *f, uint64_t t1, int64_t r, uint64_t t2)
 	f->cxx += dx * (x - f->mx);
 	f->cxy += dx * (y - f->my);
 	f->cyy += dy * (y - f->my);
-	double rel = y - f->first_y;
+	double xa = x - f->gap_x, dxa = xa - f->mxa;
+	f->mxa += dxa / f->n;
+	f->cxxa += dxa * (xa - f->mxa);
+	double rel = y - f->first_y - f->gap_y; /* active time */
 	int k = rel > 0 ? (int)(rel / f->bin_ns) : 0;
 	while (k >= MAX_BINS) {
 		merge_bins(f);
@@ -173,6 +201,7 @@ static int fit_add(struct fit *f, uint64_t t1, int64_t r, uint64_t t2)
 		f->nbins = k + 1;
 	f->bn[k] += 1;
 	f->bx[k] += x;
+	f->bxa[k] += xa;
 	f->by[k] += y;
 	f->bw[k] += (double)w;
 	f->bw2[k] += (double)w * (double)w;
@@ -195,7 +224,7 @@ static int fit_result(const struct fit *f, struct nc__calib *out)
 	uint32_t n = f->n;
 	if (n < 16 || f->last_y - f->first_y <= 0)
 		return NC_ECALIB; /* reference did not advance, or all brackets bad */
-	if (!(f->cxx > 0) || !(f->cxy > 0))
+	if (!(f->cxx > 0) || !(f->cxy > 0) || !(f->cxxa > 0))
 		return NC_ECALIB; /* counter did not advance with the reference */
 	double slope = f->cxy / f->cxx; /* ns per tick */
 	double sse = f->cyy - slope * f->cxy;
@@ -205,7 +234,8 @@ static int fit_result(const struct fit *f, struct nc__calib *out)
 	/* the reference is quantised to 1 ns: sigma cannot honestly be less */
 	if (sigma < 0.2887)
 		sigma = 0.2887;
-	double se = sigma / sqrt(f->cxx);
+	/* the slope's errors at the positions with the gaps cut (fit_add) */
+	double se = sigma / sqrt(f->cxxa);
 
 	/* batch means' residuals about the fitted line */
 	double bss = 0, bxx = 0, nsum = 0;
@@ -213,10 +243,10 @@ static int fit_result(const struct fit *f, struct nc__calib *out)
 	for (int k = 0; k < f->nbins; k++) {
 		if (f->bn[k] == 0)
 			continue;
-		double xm = f->bx[k] / f->bn[k];
+		double xm = f->bx[k] / f->bn[k], xam = f->bxa[k] / f->bn[k];
 		double e = f->by[k] / f->bn[k] - (f->my + slope * (xm - f->mx));
 		bss += f->bn[k] * e * e;
-		bxx += f->bn[k] * (xm - f->mx) * (xm - f->mx);
+		bxx += f->bn[k] * (xam - f->mxa) * (xam - f->mxa);
 		nsum += f->bn[k];
 		used++;
 	}
@@ -241,12 +271,13 @@ static int fit_result(const struct fit *f, struct nc__calib *out)
 	 * going twice as long after an idle spell: 0.5-2 ppm of "drift" in
 	 * windows where the slope's error was already below 1 ppm.) */
 	int quarter = f->nbins / 4 > 0 ? f->nbins / 4 : 1;
-	double q[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}}; /* count, sum x, sum width, sum width^2 */
+	/* count, sum x (gaps cut), sum width, sum width^2 */
+	double q[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
 	for (int k = 0; k < quarter; k++)
 		for (int h = 0; h < 2; h++) {
 			int j = h ? f->nbins - 1 - k : k;
 			q[h][0] += f->bn[j];
-			q[h][1] += f->bx[j];
+			q[h][1] += f->bxa[j];
 			q[h][2] += f->bw[j];
 			q[h][3] += f->bw2[j];
 		}
@@ -291,23 +322,33 @@ int nc__calibrate_until(const struct nc__calib_io *io, const struct nc__calib_go
 	if (rc)
 		return rc;
 	double checkpoint = FIRST_CHECKPOINT_NS;
+	int met = 0; /* checkpoints in a row that met the goal */
 	for (long i = 0; i < MAX_BRACKETS; i++) {
 		uint64_t t1 = io->read(io->ctx);
 		int64_t r = io->ref_ns(io->ctx);
 		uint64_t t2 = io->read(io->ctx);
 		if (!fit_add(&f, t1, r, t2) || f.n < 16)
 			continue;
-		double rel = f.last_y - f.first_y;
-		if (rel >= (double)g->max_ns)
+		/* the cap in reference time, the checkpoints in active time (a
+		 * gap gives no evidence: checked again only when the brackets
+		 * after it are 6.25% more) */
+		if (f.last_y - f.first_y >= (double)g->max_ns)
 			return fit_result(&f, out);
-		if (rel < checkpoint)
+		double act = f.last_y - f.first_y - f.gap_y;
+		if (act < checkpoint)
 			continue;
-		while (checkpoint <= rel)
-			checkpoint *= 1.25;
-		/* a checkpoint: stop if the goal is met */
-		if (g->target_ppm > 0 && rel >= (double)g->min_ns && fit_result(&f, out) == 0 &&
-		    out->ppm <= g->target_ppm)
-			return 0;
+		while (checkpoint <= act)
+			checkpoint *= 1.0625;
+		/* a checkpoint: stop if the goal is met here and at the one
+		 * before (step 2a at the top: a single estimate under the goal
+		 * is too often a low one) */
+		if (g->target_ppm > 0 && act >= (double)g->min_ns && fit_result(&f, out) == 0 &&
+		    out->ppm <= g->target_ppm) {
+			if (++met >= 2)
+				return 0;
+		} else {
+			met = 0;
+		}
 	}
 	return fit_result(&f, out);
 }

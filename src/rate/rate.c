@@ -43,6 +43,7 @@ static struct {
 	/* the counter's own rate */
 	struct nc__calib cal; /* the latest anchor for long baselines */
 	double meas_hz, meas_ppm, meas_worst_ppm, meas_window_ns;
+	int meas_own;         /* ... made by this process, not a shared record's claim */
 	int remeasure;        /* after a discontinuity: the next refresh measures afresh */
 	uint32_t refreshes;
 	uint64_t resolution;  /* ticks: a quantised counter's slope error */
@@ -91,6 +92,7 @@ void nc__rate_set_measured(const struct nc__calib *c, uint64_t resolution_ticks)
 	rate.meas_ppm = c->ppm;
 	rate.meas_worst_ppm = c->worst_ppm;
 	rate.meas_window_ns = (double)c->window_ns;
+	rate.meas_own = 1;
 	use(c->hz, c->ppm, "measured");
 }
 
@@ -98,6 +100,7 @@ void nc__rate_set_shared(const struct nc__calib *c, uint64_t resolution_ticks,
 			 const struct nc__bracket *start)
 {
 	nc__rate_set_measured(c, resolution_ticks);
+	rate.meas_own = 0; /* the record's claim until a refresh measures it here */
 	rate.shared = 1;
 	rate.start_tick = start->mid;
 	rate.start_ns = start->ref;
@@ -111,6 +114,8 @@ void nc__rate_start(uint64_t *tick, int64_t *ns)
 }
 
 double nc__rate_meas_window_ns(void) { return rate.meas_window_ns; }
+int nc__rate_meas_own(void) { return rate.meas_own; }
+double nc__rate_meas_worst_ppm(void) { return rate.meas_worst_ppm; }
 
 void nc__rate_measurement(struct nc__meas *m)
 {
@@ -195,6 +200,7 @@ int nc__rate_refine(const struct nc__bracket *b)
 		rate.meas_hz = hz_l;
 		rate.meas_ppm = rate.meas_worst_ppm = ppm_l;
 		rate.meas_window_ns = (double)(b->ref - rate.cal.anchor_ns);
+		rate.meas_own = 1;
 		if (!rate.forced) {
 			rate.stated = 0; /* a stated rate no longer describes this counter */
 			rate.shared = 0;
@@ -202,11 +208,16 @@ int nc__rate_refine(const struct nc__bracket *b)
 		}
 		return changed;
 	}
+	/* the baseline from the tie (this process's own, or the record's it
+	 * adopted, checked at adoption) to this process's bracket: measured
+	 * here, and from the first such refresh on it replaces a record's
+	 * claim (published as this process's own only then) */
 	if (ppm_l < rate.meas_ppm) {
 		rate.meas_hz = hz_l;
 		rate.meas_ppm = ppm_l;
 		rate.meas_worst_ppm = ppm_l; /* the long baseline's bound is already worst-case-like */
 		rate.meas_window_ns = (double)(b->ref - rate.cal.anchor_ns);
+		rate.meas_own = 1;
 	}
 	if (rate.forced)
 		return 0;
@@ -233,6 +244,7 @@ int nc__rate_refine(const struct nc__bracket *b)
 			rate.meas_hz = hz_l;
 			rate.meas_ppm = rate.meas_worst_ppm = ppm_l;
 			rate.meas_window_ns = (double)(b->ref - rate.cal.anchor_ns);
+			rate.meas_own = 1;
 			nc__log(NC_LOG_WARN, "the shared record's rate differs from this process's "
 				"measurement by %+.3f ppm (beyond both uncertainties, %.3g ppm): measured "
 				"%.6f MHz used", diff, ppm_l + rate.ppm, hz_l / 1e6);
@@ -254,6 +266,7 @@ void nc__rate_reanchor(const struct nc__bracket *b)
 void nc__rate_counter_replaced(double hz, const char *source)
 {
 	rate.meas_hz = rate.meas_ppm = 0; /* a measurement of the old counter */
+	rate.meas_own = 0;
 	nc__rate_set_exact(hz, source, 1);
 }
 

@@ -142,6 +142,12 @@ NC_HIDDEN void nc__rate_conv(nc_conv_t *out);
 NC_HIDDEN void nc__rate_measurement(struct nc__meas *m);
 /* The latest measurement's span (ns), 0 if none. */
 NC_HIDDEN double nc__rate_meas_window_ns(void);
+/* 1 when the latest measurement is this process's own (its calibration,
+ * or a refresh's baseline ending at its own bracket); 0 while it is a
+ * shared record's claim, adopted and not yet measured here. */
+NC_HIDDEN int nc__rate_meas_own(void);
+/* Its worst case from bracket widths alone (ppm). */
+NC_HIDDEN double nc__rate_meas_worst_ppm(void);
 /* The anchor: the calibration's centroid (the first epoch starts there). */
 NC_HIDDEN const struct nc__calib *nc__rate_anchor(void);
 /* A stated source learnt later (the perf page): cross-checked and kept. */

@@ -532,6 +532,15 @@ static int fill(struct rec *r, int sync_verdict, double shift_ns, uint32_t ncpus
 		SAY("the rate is being measured again after a discontinuity");
 		return NC_EINVAL;
 	}
+	if (!nc__rate_meas_own()) {
+		/* adopted: the rate is the record's claim until a refresh
+		 * measures it here; written back, a writer would state a
+		 * confidence it never measured (and, with two writers, one
+		 * neither of them did at the time written) */
+		SAY("its rate is the adopted record's, not yet measured by this process (after its "
+		    "first refresh it is)");
+		return NC_EINVAL;
+	}
 	if (ids() != 0) {
 		SAY("this boot's id is unreadable");
 		return NC_ESYS;
@@ -552,9 +561,14 @@ static int fill(struct rec *r, int sync_verdict, double shift_ns, uint32_t ncpus
 	r->version = REC_VERSION;
 	r->size = sizeof(*r);
 	nc__copy(r->counter, sizeof(r->counter), nc__counter()->name);
+	/* the rate as this process measured it (its calibration, or the
+	 * baseline from the tie to its latest bracket), and the tie it was
+	 * measured from: the tie's errors are its measurer's, the writer's
+	 * own calibration or the record it adopted and checked */
 	r->hz = m.hz;
 	r->ppm = m.ppm;
-	r->worst_ppm = a->worst_ppm > m.ppm ? a->worst_ppm : m.ppm;
+	double worst = nc__rate_meas_worst_ppm();
+	r->worst_ppm = worst > m.ppm ? worst : m.ppm;
 	r->sigma_ns = a->sigma_ns;
 	r->anchor_sd_ns = a->anchor_sd_ns;
 	r->accept_width = a->accept_width;
@@ -882,7 +896,7 @@ void nc__shared_after_refine(void)
 	/* a refresh, maybe in a signal handler, maybe a read's: it only
 	 * decides (no system call, errno untouched); the write is
 	 * nc__shared_flush's, outside the reading paths */
-	if (!sh.have_r || !sh.own_path[0] || nc__rate_remeasuring() ||
+	if (!sh.have_r || !sh.own_path[0] || nc__rate_remeasuring() || !nc__rate_meas_own() ||
 	    __atomic_load_n(&sh.due, __ATOMIC_RELAXED))
 		return;
 	/* only the record this process adopted or wrote at its own path, and

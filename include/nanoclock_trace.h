@@ -350,6 +350,16 @@ struct nc_trace_rec {
 	unsigned id, kind;
 };
 
+/* The UTC interval of an event of this file (its ticks): unix_ns as the
+ * export converts it, and earliest_ns..latest_ns, which hold UTC whenever
+ * the figures of the UTC source the writer used held (nc_utc_now(3)): the
+ * bound the sync record before it states, grown at the source's drift to
+ * the event, plus the conversion's own error (the anchors' half brackets
+ * and 1 ns).  A file of format 1.0 or 1.1, or written without a source,
+ * gives NC_UTC_UNKNOWN with INT64_MIN..INT64_MAX.  Returns the status,
+ * or NC_EINVAL. */
+NC_API int nc_trace_read_utc(const struct nc_trace_reader *r, uint64_t ticks, struct nc_utc *out);
+
 /* Events of one or more traces in time order: one file's threads on the
  * counter, several files' on Unix time; equal times in global sequence
  * order where both have one, then file, thread and sequence.  Each

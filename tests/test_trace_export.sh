@@ -154,5 +154,83 @@ chrome_check() { # name, file
 chrome_check demo "$w/demo.nct"
 chrome_check example "$w/example.nct"
 
+# ---- two machines: each event's UTC interval, the concurrency marks ----
+# A ClockBound segment (PROTOCOL.md, version 2) stating a 200 us bound is
+# the UTC source of two demos, files of two machines (host names changed
+# in place); every export must carry the same interval
+# and the same concurrent mark for every event as the CSV (whose marks
+# test_utc's trace_concurrent checks against the intervals themselves).
+python3 - "$w/cb.seg" <<'PY'
+import struct, sys, time
+now = time.clock_gettime_ns(6)  # CLOCK_MONOTONIC_COARSE, as clockbound-d
+void = now + 3600 * 10**9
+b = struct.pack('=IIIHHqqqqqQIi', 0x414d5a4e, 0x43420200, 80, 2, 2, now // 10**9, now % 10**9,
+                void // 10**9, void % 10**9, 200000, 0, 15000, 1)
+open(sys.argv[1], 'wb').write(b + bytes(80 - len(b)))
+PY
+NANOCLOCK_UTC_SOURCE=clockbound:$w/cb.seg $tool trace demo "$w/m1.nct" --threads 1 --items 3000 >/dev/null
+NANOCLOCK_UTC_SOURCE=clockbound:$w/cb.seg $tool trace demo "$w/m2.nct" --threads 1 --items 3000 >/dev/null
+# m3: m1 again as another machine's (every event concurrent with its twin);
+# m2, recorded after m1, of that machine too (concurrent only where in time)
+cp "$w/m1.nct" "$w/m3.nct"
+for f in m2 m3; do
+	python3 -c "
+import sys
+f = open(sys.argv[1], 'r+b'); f.seek(24 + 8 + 176); f.write(b'another-machine'.ljust(64, b'\0'))" "$w/$f.nct"
+done
+set -- "$w/m1.nct" "$w/m2.nct" "$w/m3.nct"
+$tool trace export --format csv -o "$w/m.csv" "$@" &&
+	$tool trace export --format ctf -o "$w/m.ctf" "$@" &&
+	$tool trace export --format chrome -o "$w/m.json" "$@" &&
+	$tool trace export --format perfetto -o "$w/m.pftrace" "$@" || bad "two machines: export"
+# "file thread seq earliest latest concurrent" per event (not counters: Chrome's
+# counter args are its series)
+awk -F, 'NR > 1 && $6 != "counter" { print $1, $2, $4, $14, $15, $(NF) }' "$w/m.csv" | sort >"$w/m.k1"
+n=$(wc -l <"$w/m.k1")
+nconc=$(awk '$6 == 1' "$w/m.k1" | wc -l)
+nsync=$(awk -F, 'NR > 1 && $16 == "synchronised"' "$w/m.csv" | wc -l)
+[ "$n" -gt 0 ] && [ "$nconc" -gt 0 ] && [ "$nsync" -eq "$(($(wc -l <"$w/m.csv") - 1))" ] &&
+	ok "two machines: all $nsync events synchronised with an interval, $nconc of $n concurrent" ||
+	bad "two machines: $nsync synchronised of $(($(wc -l <"$w/m.csv") - 1))"
+babeltrace2 "$w/m.ctf" 2>"$w/m.bt.err" | awk '$0 !~ /nanoclock:counter/ {
+	match($0, /file = [0-9]+/); f = substr($0, RSTART + 7, RLENGTH - 7)
+	match($0, /thread = [0-9]+/); t = substr($0, RSTART + 9, RLENGTH - 9)
+	match($0, / seq = [0-9]+/); s = substr($0, RSTART + 7, RLENGTH - 7)
+	match($0, /utc_earliest_ns = -?[0-9]+/); e = substr($0, RSTART + 18, RLENGTH - 18)
+	match($0, /utc_latest_ns = -?[0-9]+/); l = substr($0, RSTART + 16, RLENGTH - 16)
+	match($0, /concurrent = [0-9]+/); c = substr($0, RSTART + 13, RLENGTH - 13)
+	print f, t, s, e, l, c }' | sort >"$w/m.k2"
+cmp -s "$w/m.k1" "$w/m.k2" && [ ! -s "$w/m.bt.err" ] &&
+	ok "two machines: CTF (babeltrace2) has every event's interval and mark as the CSV" ||
+	bad "two machines: CTF differs: $(diff "$w/m.k1" "$w/m.k2" | head -4 | tr '\n' ' ') $(head -2 "$w/m.bt.err")"
+python3 - "$w/m.json" >"$w/m.k3" <<'PY'
+import json, sys
+for e in json.load(open(sys.argv[1]))["traceEvents"]:
+    if e["ph"] in ("M", "C"):
+        continue
+    a = e["args"]
+    p = "end_" if e["ph"] == "E" else ""
+    print(e["pid"] - 1, e["tid"] - 1, a[p + "seq"], a[p + "utc_earliest_ns"], a[p + "utc_latest_ns"],
+          1 if a[p + "concurrent"] else 0)
+PY
+sort "$w/m.k3" >"$w/m.k3s"
+cmp -s "$w/m.k1" "$w/m.k3s" &&
+	ok "two machines: Chrome JSON has every event's interval and mark as the CSV" ||
+	bad "two machines: Chrome JSON differs: $(diff "$w/m.k1" "$w/m.k3s" | head -4 | tr '\n' ' ')"
+# Perfetto: per track event in order, "earliest latest concurrent" from its
+# annotations (iids 7, 8, 10 at a begin or instant, 17, 18, 20 at an end)
+protoc --proto_path=tests/perfetto --decode=perfetto.protos.Trace nanoclock_perfetto.proto \
+	<"$w/m.pftrace" 2>"$w/m.pf.err" | awk '
+	/^  track_event \{/ { te = 1; e = ""; l = ""; c = ""; ctr = 0 }
+	/^    type: TYPE_COUNTER/ && te { ctr = 1 }
+	/^      name_iid: / && te { iid = $2 }
+	/^      int_value: / && te { if (iid == 7 || iid == 17) e = $2; if (iid == 8 || iid == 18) l = $2 }
+	/^      bool_value: / && te { if (iid == 10 || iid == 20) c = ($2 == "true") }
+	/^  \}/ && te { if (!ctr) print e, l, c; te = 0 }' >"$w/m.k4"
+awk -F, 'NR > 1 && $6 != "counter" { print $14, $15, $(NF) }' "$w/m.csv" >"$w/m.k4csv"
+cmp -s "$w/m.k4csv" "$w/m.k4" &&
+	ok "two machines: Perfetto has every event's interval and mark as the CSV, in order" ||
+	bad "two machines: Perfetto differs: $(diff "$w/m.k4csv" "$w/m.k4" | head -4 | tr '\n' ' ') $(head -2 "$w/m.pf.err")"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "nanoclock_trace.h"
 #include "utc/utc.h"
 #include "child.h"
 
@@ -1448,7 +1449,195 @@ static void case_real_chronyd(const char *arg)
 	CHECK(s.source == NC_UTC_SRC_CHRONY);
 }
 
+/* ---- traces: each sync record's interval, and several machines merged ---- */
+
+/* Records n events `gap_us` apart on this thread, each with CLOCK_REALTIME
+ * read just before it as its argument (the truth is bracketed by an
+ * event's argument and the next one's). */
+static void record(const char *path, int n, int gap_us, struct cbseg *g, int64_t new_bound)
+{
+	struct nc_trace *t;
+	struct nc_trace_buf *b;
+	CHECK(nc_trace_open(&t, path, NULL) == 0);
+	CHECK(nc_trace_thread_start(t, "main", &b) == 0);
+	for (int i = 0; i < n; i++) {
+		if (g && i == n / 2) { /* the source's figures change half-way */
+			g->bound_ns = new_bound;
+			g->as_of_ns = coarse_ns();
+			cb_write(g);
+		}
+		nc_trace_instant(b, 1, (uint64_t)real_ns());
+		usleep((useconds_t)gap_us);
+	}
+	nc_trace_instant(b, 2, (uint64_t)real_ns()); /* the last one's "after" */
+	nc_trace_thread_end(b);
+	CHECK(nc_trace_close(t) == 0);
+}
+
+/* Every event's interval holds REALTIME + 1.5 ms (a truth inside both of
+ * the segment's bounds, 5 ms then 2 ms), is
+ * no wider than the bound the segment stated, grown at its drift (15 ppm)
+ * over the test, plus the tie and the conversion's error the reader
+ * states; the second half's figures (2 ms) are followed.  The same file
+ * read as format 1.1 (before the UTC words): unknown, never a figure. */
+static void case_trace_intervals(const char *arg)
+{
+	(void)arg;
+	struct cbseg g = cb_good(5000000);
+	cb_make(&g);
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", "50", 1);
+	setenv("NANOCLOCK_SHARED", "off", 1);
+	char path[80];
+	snprintf(path, sizeof(path), "/tmp/nc-utc-trace-%d", (int)getpid());
+	unlink(path);
+	record(path, 400, 1000, &g, 2000000);
+	struct nc_utc_status s;
+	nc_get_utc_status(&s);
+	struct nc_trace_reader *r;
+	char why[200];
+	CHECK(nc_trace_read_file(&r, path, why, sizeof(why)) == 0);
+	struct nc_trace_info in;
+	nc_trace_read_info(r, &in);
+	CHECK(in.version_minor >= 2);
+	struct nc_trace_merge *m;
+	CHECK(nc_trace_merge_open(&m, &r, 1) == 0);
+	struct nc_trace_rec e, prev;
+	struct nc_utc u, pu;
+	int n = 0, late = 0;
+	double widest = 0, last_hw = 0;
+	while (nc_trace_merge_next(m, &e)) {
+		CHECK(nc_trace_read_utc(r, e.ticks, &u) == NC_UTC_SYNCHRONISED);
+		CHECK(u.source == NC_UTC_SRC_CLOCKBOUND && u.unix_ns == e.unix_ns);
+		if (n > 0)
+			check_holds(&pu, (int64_t)prev.arg, (int64_t)e.arg, 1500000);
+		double hw = (double)(u.latest_ns - u.unix_ns);
+		double lo = (double)(u.unix_ns - u.earliest_ns);
+		if (lo > hw)
+			hw = lo;
+		/* stated: the bound, its drift over the run (< 2 s), the tie,
+		 * the conversion (half the widest anchor + 1 ns), rounding */
+		double allowed = 5e6 + 15e-6 * 2e9 + s.tie_ns + 200 + in.max_anchor_halfwidth_ns + 4;
+		if (hw > allowed) {
+			fprintf(stderr, "case: half width %.0f ns above the stated %.0f\n", hw, allowed);
+			_exit(1);
+		}
+		if (hw > widest)
+			widest = hw;
+		if (n > 300 && hw < 2.5e6) /* the 2 ms figures, once asked (50 ms) */
+			late++;
+		last_hw = hw;
+		prev = e;
+		pu = u;
+		n++;
+	}
+	nc_trace_merge_close(m);
+	nc_trace_read_close(r);
+	fprintf(stderr, "case: %d events, each holding REALTIME + 1.5 ms; widest half width %.0f ns, "
+			"last %.0f ns (%d of the last 100 on the 2 ms figures)\n",
+		n, widest, last_hw, late);
+	CHECK(n == 401 && late >= 90);
+	/* the same bytes as a 1.1 file: the reader takes no UTC words */
+	int fd = open(path, O_RDWR);
+	CHECK(fd >= 0);
+	unsigned char minor = 1;
+	CHECK(pwrite(fd, &minor, 1, 10) == 1);
+	close(fd);
+	CHECK(nc_trace_read_file(&r, path, why, sizeof(why)) == 0);
+	CHECK(nc_trace_merge_open(&m, &r, 1) == 0);
+	n = 0;
+	while (nc_trace_merge_next(m, &e)) {
+		CHECK(nc_trace_read_utc(r, e.ticks, &u) == NC_UTC_UNKNOWN);
+		CHECK(u.earliest_ns == INT64_MIN && u.latest_ns == INT64_MAX);
+		n++;
+	}
+	nc_trace_merge_close(m);
+	nc_trace_read_close(r);
+	CHECK(n == 401);
+	unlink(path);
+	unlink(cb_path);
+}
+
+/* Two machines' traces (the second file's host name changed), the second
+ * recorded right after the first, with a 5 ms bound: `nanoclock trace
+ * export` in CSV, Chrome JSON and CTF (babeltrace2) marks concurrent
+ * exactly the events whose interval overlaps one of the other machine's,
+ * computed here from the exported intervals; some are, some are not. */
+static void case_trace_concurrent(const char *arg)
+{
+	(void)arg;
+	struct cbseg g = cb_good(5000000);
+	cb_make(&g);
+	setenv("NANOCLOCK_SHARED", "off", 1);
+	char a[80], b[80];
+	snprintf(a, sizeof(a), "/tmp/nc-utc-a-%d", (int)getpid());
+	snprintf(b, sizeof(b), "/tmp/nc-utc-b-%d", (int)getpid());
+	unlink(a);
+	unlink(b);
+	record(a, 100, 500, NULL, 0);
+	record(b, 100, 500, NULL, 0);
+	/* the host name: the clock-domain record's payload at 176, after the
+	 * file header (24) and the record header (8) */
+	int fd = open(b, O_RDWR);
+	CHECK(fd >= 0);
+	char host[64] = "another-machine";
+	CHECK(pwrite(fd, host, sizeof(host), 24 + 8 + 176) == (ssize_t)sizeof(host));
+	close(fd);
+	char exe[512], dir[512], cmd[1400];
+	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	CHECK(k > 0);
+	exe[k] = 0;
+	snprintf(dir, sizeof(dir), "%s", exe);
+	*strrchr(dir, '/') = 0;
+	const char *run = getenv("NC_TEST_RUN");
+	snprintf(cmd, sizeof(cmd), "%s %s/../nanoclock trace export --format csv %s %s",
+		 run ? run : "", dir, a, b);
+	FILE *p = popen(cmd, "r");
+	CHECK(p != NULL);
+	enum { MAX = 400 };
+	static int64_t E[MAX], L[MAX];
+	static int file[MAX], conc[MAX];
+	char line[1024];
+	int n = 0;
+	CHECK(fgets(line, sizeof(line), p) != NULL && strstr(line, ",utc_earliest_ns,utc_latest_ns,utc_status,concurrent"));
+	while (n < MAX && fgets(line, sizeof(line), p)) {
+		/* file is the first field; the last four are the UTC ones */
+		char *f[32];
+		int nf = 0;
+		for (char *q = line, *s; nf < 32 && (s = strsep(&q, ",")); )
+			f[nf++] = s;
+		CHECK(nf >= 17);
+		file[n] = atoi(f[0]);
+		E[n] = strtoll(f[nf - 4], NULL, 10);
+		L[n] = strtoll(f[nf - 3], NULL, 10);
+		CHECK(strcmp(f[nf - 2], "synchronised") == 0);
+		conc[n] = atoi(f[nf - 1]);
+		n++;
+	}
+	CHECK(pclose(p) == 0);
+	CHECK(n == 202);
+	int marked = 0, wrong = 0;
+	for (int i = 0; i < n; i++) {
+		int want = 0;
+		for (int j = 0; j < n && !want; j++)
+			want = file[j] != file[i] && E[j] <= L[i] && E[i] <= L[j];
+		marked += want;
+		if (want != conc[i]) {
+			fprintf(stderr, "case: event %d (file %d, [%lld, %lld]) marked %d, should be %d\n", i,
+				file[i], (long long)E[i], (long long)L[i], conc[i], want);
+			wrong++;
+		}
+	}
+	fprintf(stderr, "case: %d events of two machines, %d concurrent (intervals overlapping the other's), "
+			"all marked as such\n", n, marked);
+	CHECK(wrong == 0 && marked > 0 && marked < n);
+	unlink(a);
+	unlink(b);
+	unlink(cb_path);
+}
+
 static const struct child_case cases[] = {
+	{"trace_intervals", case_trace_intervals, NULL, NULL, NULL},
+	{"trace_concurrent", case_trace_concurrent, NULL, NULL, NULL},
 	{"adjtimex_writers", case_adjtimex_writers, NULL, NULL, NULL},
 	{"chrony_decode", case_chrony_decode, NULL, NULL, NULL},
 	{"fake_good", case_fake_good, NULL, NULL, NULL},

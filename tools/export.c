@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -13,6 +14,137 @@ static int64_t mono_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Which machine each file is from: files with one host name share a
+ * system clock, whose UTC error is common to them (their merge on Unix
+ * time orders them); files of different hosts compare through their UTC
+ * intervals only. */
+static unsigned host_of(struct nc_trace_reader *const *r, unsigned i)
+{
+	struct nc_trace_info a, b;
+	nc_trace_read_info(r[i], &a);
+	for (unsigned j = 0; j < i; j++) {
+		nc_trace_read_info(r[j], &b);
+		if (strcmp(a.host, b.host) == 0)
+			return host_of(r, j);
+	}
+	return i;
+}
+
+struct span {
+	int64_t e, l;
+};
+static int cmp_span(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+	return (x->e > y->e) - (x->e < y->e);
+}
+
+/* An event is concurrent when its UTC interval overlaps that of an event
+ * of another machine: neither can be said to come first (nc_utc_order
+ * gives 0; an unknown interval overlaps everything).  A first pass over
+ * the merge collects the intervals (16 bytes and a host number per event:
+ * the one place the export keeps per-event state, and only for traces of
+ * several machines); per machine, sorted by earliest end with a running
+ * maximum of the latest, an interval [E, L] overlaps one of that machine's
+ * iff the largest latest among those with earliest <= L is >= E. */
+static int mark_concurrent(struct nc_export *x)
+{
+	unsigned host[256], hosts = 0;
+	for (unsigned i = 0; i < x->n && i < 256; i++) {
+		host[i] = host_of(x->r, i);
+		if (host[i] == i)
+			hosts++;
+	}
+	x->hosts = (int)hosts;
+	if (x->n > 256)
+		return NC_EINVAL; /* the tool takes at most 256 */
+	if (hosts < 2)
+		return 0;
+	struct nc_trace_merge *m;
+	int rc = nc_trace_merge_open(&m, x->r, x->n);
+	if (rc)
+		return rc;
+	uint64_t cap = x->total ? x->total : 1, n = 0;
+	struct span *all = malloc(cap * sizeof(*all));
+	unsigned char *hv = malloc(cap);
+	uint64_t count[256] = {0};
+	struct span *per[256] = {0};
+	rc = all && hv ? 0 : NC_TRACE_ENOMEM;
+	struct nc_trace_rec e;
+	while (!rc && nc_trace_merge_next(m, &e)) {
+		if (n == cap) { /* more events than the files' totals said */
+			struct span *a2 = realloc(all, 2 * cap * sizeof(*all));
+			unsigned char *h2 = a2 ? realloc(hv, 2 * cap) : NULL;
+			if (a2)
+				all = a2;
+			if (!h2) {
+				rc = NC_TRACE_ENOMEM;
+				break;
+			}
+			hv = h2;
+			cap *= 2;
+		}
+		struct nc_utc u;
+		nc_trace_read_utc(x->r[e.file], e.ticks, &u);
+		all[n].e = u.earliest_ns; /* INT64_MIN..MAX when unknown */
+		all[n].l = u.latest_ns;
+		hv[n] = (unsigned char)host[e.file];
+		count[hv[n]]++;
+		n++;
+	}
+	if (!rc)
+		rc = nc_trace_merge_error(m);
+	nc_trace_merge_close(m);
+	for (unsigned h = 0; !rc && h < 256; h++) {
+		if (!count[h])
+			continue;
+		per[h] = malloc(count[h] * sizeof(*per[h]));
+		if (!per[h])
+			rc = NC_TRACE_ENOMEM;
+	}
+	if (!rc) {
+		uint64_t k[256] = {0};
+		for (uint64_t i = 0; i < n; i++)
+			per[hv[i]][k[hv[i]]++] = all[i];
+		for (unsigned h = 0; h < 256; h++) {
+			if (!count[h])
+				continue;
+			qsort(per[h], count[h], sizeof(*per[h]), cmp_span);
+			for (uint64_t i = 1; i < count[h]; i++) /* l: running maximum */
+				if (per[h][i].l < per[h][i - 1].l)
+					per[h][i].l = per[h][i - 1].l;
+		}
+		x->conc = calloc(n / 8 + 1, 1);
+		if (!x->conc)
+			rc = NC_TRACE_ENOMEM;
+	}
+	for (uint64_t i = 0; !rc && i < n; i++) {
+		for (unsigned h = 0; h < 256; h++) {
+			if (!count[h] || h == hv[i])
+				continue;
+			/* the last of machine h with earliest <= this latest */
+			uint64_t lo = 0, hi = count[h];
+			while (lo < hi) {
+				uint64_t mid = lo + (hi - lo) / 2;
+				if (per[h][mid].e <= all[i].l)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo && per[h][lo - 1].l >= all[i].e) {
+				x->conc[i / 8] |= (uint8_t)(1u << (i % 8));
+				x->nconc++;
+				break;
+			}
+		}
+	}
+	for (unsigned h = 0; h < 256; h++)
+		free(per[h]);
+	free(all);
+	free(hv);
+	return rc;
 }
 
 int nc_export_begin(struct nc_export *x, struct nc_trace_reader *const *r, const char *const *names,
@@ -31,6 +163,9 @@ int nc_export_begin(struct nc_export *x, struct nc_trace_reader *const *r, const
 	}
 	x->last_print_ns = mono_ns();
 	x->next_look = 65536;
+	int rc = mark_concurrent(x);
+	if (rc)
+		return rc;
 	return nc_trace_merge_open(&x->m, r, n);
 }
 
@@ -38,6 +173,9 @@ int nc_export_next(struct nc_export *x, struct nc_trace_rec *e)
 {
 	if (!nc_trace_merge_next(x->m, e))
 		return 0;
+	nc_trace_read_utc(x->r[e->file], e->ticks, &x->utc);
+	uint64_t i = x->done;
+	x->concurrent = x->conc && (x->conc[i / 8] >> (i % 8) & 1);
 	if (++x->done >= x->next_look && x->progress) {
 		/* at most one line a second; looking at the clock every 64 Ki events */
 		x->next_look = x->done + 65536;
@@ -57,6 +195,8 @@ int nc_export_end(struct nc_export *x)
 	int rc = x->m ? nc_trace_merge_error(x->m) : 0;
 	nc_trace_merge_close(x->m);
 	x->m = NULL;
+	free(x->conc);
+	x->conc = NULL;
 	if (x->progress == 2)
 		fprintf(stderr, "\r%60s\r", "");
 	return rc;

@@ -20,13 +20,21 @@ struct nc_export {
 	int progress;            /* a progress line on stderr */
 	uint64_t next_look;
 	int64_t last_print_ns;
+	/* the event nc_export_next returned last: its UTC interval and whether
+	 * it overlaps an event of another machine (several hosts' traces) */
+	struct nc_utc utc;
+	int concurrent;
+	int hosts;               /* machines (host names) among the files */
+	uint8_t *conc;           /* several hosts: a bit per event, merge order */
+	uint64_t nconc;          /* events marked */
 };
 
 /* Opens the merge of r[0..n-1]; progress: print a progress line on stderr
  * (the caller passes isatty(2)).  0 or a negative error. */
 int nc_export_begin(struct nc_export *x, struct nc_trace_reader *const *r, const char *const *names,
 		    unsigned n, int progress);
-/* The next event in time order: 1, or 0 at the end. */
+/* The next event in time order: 1, or 0 at the end.  x->utc and
+ * x->concurrent are that event's. */
 int nc_export_next(struct nc_export *x, struct nc_trace_rec *e);
 /* Closes the merge: 0, or why the events ended early (NC_TRACE_EIO). */
 int nc_export_end(struct nc_export *x);

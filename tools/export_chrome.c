@@ -151,6 +151,14 @@ int nc_export_chrome(FILE *f, struct nc_export *x)
 			fprintf(f, ", \"%sgseq\": %" PRIu64, p, e.gseq);
 		if (e.cpu_ns >= 0)
 			fprintf(f, ", \"%scpu_ns\": %" PRId64, p, e.cpu_ns);
+		/* the UTC interval (a counter's args are its series: not there) */
+		const struct nc_utc *u = &x->utc;
+		if (u->status == NC_UTC_SYNCHRONISED || u->status == NC_UTC_FREE_RUNNING)
+			fprintf(f, ", \"%sutc_earliest_ns\": %" PRId64 ", \"%sutc_latest_ns\": %" PRId64,
+				p, u->earliest_ns, p, u->latest_ns);
+		fprintf(f, ", \"%sutc_status\": \"%s\"", p, nc_utc_status_name(u->status));
+		if (x->hosts > 1)
+			fprintf(f, ", \"%sconcurrent\": %s", p, x->concurrent ? "true" : "false");
 		fprintf(f, "}}");
 	}
 	fprintf(f, "\n]}\n");

@@ -26,12 +26,16 @@ static void csv_str(FILE *f, const char *s)
 }
 
 /* the first line: also how an earlier CSV export is recognised */
-static const char header[] =
+static const char header[] = "file,thread,thread_name,seq,gseq,kind,id,name,arg,ticks,mono_ns,"
+			     "unix_ns,cpu_ns,utc_earliest_ns,utc_latest_ns,utc_status,concurrent\n";
+/* before the UTC columns (an export of 0.3.0's first builds) */
+static const char header_0[] =
 	"file,thread,thread_name,seq,gseq,kind,id,name,arg,ticks,mono_ns,unix_ns,cpu_ns\n";
 
 int nc_export_csv_is_ours(const unsigned char *head, size_t n)
 {
-	return n >= sizeof(header) - 1 && !memcmp(head, header, sizeof(header) - 1);
+	return (n >= sizeof(header) - 1 && !memcmp(head, header, sizeof(header) - 1)) ||
+	       (n >= sizeof(header_0) - 1 && !memcmp(head, header_0, sizeof(header_0) - 1));
 }
 
 int nc_export_csv(FILE *f, struct nc_export *x)
@@ -53,7 +57,14 @@ int nc_export_csv(FILE *f, struct nc_export *x)
 			e.unix_ns);
 		if (e.cpu_ns >= 0)
 			fprintf(f, "%" PRId64, e.cpu_ns);
-		fputc('\n', f);
+		/* the interval, empty when unknown; concurrent: it overlaps an
+		 * event of another machine (1), or not (0) */
+		const struct nc_utc *u = &x->utc;
+		if (u->status == NC_UTC_SYNCHRONISED || u->status == NC_UTC_FREE_RUNNING)
+			fprintf(f, ",%" PRId64 ",%" PRId64, u->earliest_ns, u->latest_ns);
+		else
+			fputs(",,", f);
+		fprintf(f, ",%s,%d\n", nc_utc_status_name(u->status), x->concurrent);
 	}
 	return 0;
 }

@@ -28,7 +28,11 @@
  * sequence number, events discarded so far: the gaps in the thread's
  * sequence numbers, file, thread, tid, pid), then events: a header (class
  * id, timestamp) and the fields event_id, event_name, arg, seq, ticks,
- * mono_ns, gseq (2^64 - 1 when not recorded), cpu_ns (-1 likewise).
+ * mono_ns, gseq (2^64 - 1 when not recorded), cpu_ns (-1 likewise), the
+ * UTC interval utc_earliest_ns..utc_latest_ns (INT64_MIN..INT64_MAX when
+ * unknown), utc_status (enum: unknown, synchronised, free_running,
+ * disrupted) and concurrent (1: it overlaps an event of another machine's
+ * trace, which cannot be said to come before or after it).
  * Every field is byte-aligned, little-endian.  The metadata is written
  * last, so its env block can hold the totals.
  */
@@ -47,7 +51,7 @@
 #define PKT_HEAD 32 /* magic, uuid, stream_id, stream_instance_id */
 #define PKT_CTX 68  /* see the metadata's packet.context */
 #define PKT_HDR (PKT_HEAD + PKT_CTX)
-#define MAX_EVENT 160 /* header 10, fixed fields 42, a name of at most 48 + 1 */
+#define MAX_EVENT 160 /* header 12, a name of at most 48 + 1, fixed fields 66 */
 
 struct stream {
 	unsigned file, thread;
@@ -152,7 +156,8 @@ static void flush_packet(struct ctf *c, struct stream *s)
 	s->have_ts = 0;
 }
 
-static void add_event(struct ctf *c, struct stream *s, const struct nc_trace_rec *e, const char *name)
+static void add_event(struct ctf *c, struct stream *s, const struct nc_trace_rec *e, const char *name,
+		      const struct nc_utc *u, int concurrent)
 {
 	uint64_t ts = e->unix_ns < 0 ? 0 : (uint64_t)e->unix_ns;
 	if (s->events && ts < s->last_ts) {
@@ -181,7 +186,11 @@ static void add_event(struct ctf *c, struct stream *s, const struct nc_trace_rec
 	put64(ev + k + 24, (uint64_t)e->mono_ns);
 	put64(ev + k + 32, e->gseq);
 	put64(ev + k + 40, (uint64_t)e->cpu_ns);
-	k += 48;
+	put64(ev + k + 48, (uint64_t)u->earliest_ns);
+	put64(ev + k + 56, (uint64_t)u->latest_ns);
+	ev[k + 64] = (unsigned char)(u->status >= 0 && u->status <= 3 ? u->status : 0);
+	ev[k + 65] = (unsigned char)(concurrent != 0);
+	k += 66;
 	if (s->n + k > c->cap_packet)
 		flush_packet(c, s);
 	if (!s->have_ts) {
@@ -377,7 +386,11 @@ static int write_metadata(struct ctf *c, const struct nc_export *x)
 		fprintf(f, "\nevent {\n\tname = \"nanoclock:%s\";\n\tid = %d;\n\tstream_id = 0;\n"
 			   "\tfields := struct {\n\t\tuint16_t event_id;\n\t\tstring event_name;\n"
 			   "\t\tuint64_t %s;\n\t\tuint64_t seq;\n\t\tuint64_t ticks;\n\t\tint64_t mono_ns;\n"
-			   "\t\tuint64_t gseq;\n\t\tint64_t cpu_ns;\n\t};\n};\n",
+			   "\t\tuint64_t gseq;\n\t\tint64_t cpu_ns;\n"
+			   "\t\tint64_t utc_earliest_ns;\n\t\tint64_t utc_latest_ns;\n"
+			   "\t\tenum : uint8_t { unknown = 0, synchronised = 1, free_running = 2, "
+			   "disrupted = 3 } utc_status;\n"
+			   "\t\tuint8_t concurrent;\n\t};\n};\n",
 			cls[k], k, k == 3 ? "value" : "arg");
 	int bad = ferror(f);
 	if (fclose(f) != 0 || bad) {
@@ -432,7 +445,7 @@ int nc_export_ctf(int dirfd, struct nc_export *x, char *why, size_t whylen)
 			break;
 		}
 		nc_export_clean(clean, sizeof(clean), nc_export_ev_name(x, e.file, e.id, nb, sizeof(nb)));
-		add_event(&c, s, &e, clean);
+		add_event(&c, s, &e, clean, &x->utc, x->concurrent);
 	}
 	for (size_t i = 0; i < c.ns; i++) {
 		if (!rc && c.s[i].buf)

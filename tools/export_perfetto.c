@@ -23,7 +23,9 @@
  *   - a TrackEvent per event: SLICE_BEGIN / SLICE_END / INSTANT on the
  *     thread's track, COUNTER on the counter's; names interned (iid = id +
  *     1, sent with the first event that uses it); debug annotations arg,
- *     seq, ticks, unix_ns (and gseq, cpu_ns when recorded), with "end_"
+ *     seq, ticks, unix_ns (and gseq, cpu_ns when recorded), the UTC
+ *     interval utc_earliest_ns, utc_latest_ns (when known), utc_status and,
+ *     with several machines' traces, concurrent, with "end_"
  *     names on a slice's end so a reader merging the pair keeps both.
  * Memory: a bit per event id per file, and the counters declared.
  */
@@ -41,16 +43,19 @@ enum {
 	TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT = 5, TD_COUNTER = 8,
 	PD_PID = 1, PD_NAME = 6, THD_PID = 1, THD_TID = 2, THD_NAME = 5,
 	TE_TYPE = 9, TE_TRACK = 11, TE_NAME_IID = 10, TE_COUNTER = 30, TE_ANNOTATIONS = 4,
-	DA_NAME_IID = 1, DA_UINT = 3, DA_INT = 4,
+	DA_NAME_IID = 1, DA_BOOL = 2, DA_UINT = 3, DA_INT = 4, DA_STRING = 6,
 	ID_EVENT_NAMES = 2, ID_ANNOTATION_NAMES = 3, IN_IID = 1, IN_NAME = 2,
 };
 enum { CLOCK_REALTIME_ID = 1, CLOCK_NANOCLOCK = 64 };
 enum { SEQ_CLEARED = 1, SEQ_NEEDS_STATE = 2 };
 enum { TYPE_BEGIN = 1, TYPE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
-/* argument names' iids: 1..6 at a begin or instant, 7..12 at an end */
-static const char *const arg_names[] = {"arg", "seq", "ticks", "unix_ns", "gseq", "cpu_ns",
-					 "end_arg", "end_seq", "end_ticks", "end_unix_ns",
-					 "end_gseq", "end_cpu_ns"};
+/* argument names' iids: 1..NARGS at a begin or instant, NARGS+1.. at an end */
+enum { NARGS = 10 };
+static const char *const arg_names[] = {
+	"arg", "seq", "ticks", "unix_ns", "gseq", "cpu_ns", "utc_earliest_ns", "utc_latest_ns",
+	"utc_status", "concurrent",
+	"end_arg", "end_seq", "end_ticks", "end_unix_ns", "end_gseq", "end_cpu_ns",
+	"end_utc_earliest_ns", "end_utc_latest_ns", "end_utc_status", "end_concurrent"};
 
 /* A message being built: bounded (names are short), overflow flagged. */
 struct pb {
@@ -335,7 +340,7 @@ int nc_export_perfetto(FILE *f, struct nc_export *x)
 				}
 				u64(&te, TE_NAME_IID, (uint64_t)e.id + 1);
 			}
-			unsigned b = type == TYPE_END ? 7 : 1;
+			unsigned b = type == TYPE_END ? NARGS + 1 : 1;
 			annotation(&te, b, 0, e.arg);
 			annotation(&te, b + 1, 0, e.seq);
 			annotation(&te, b + 2, 0, e.ticks);
@@ -344,6 +349,21 @@ int nc_export_perfetto(FILE *f, struct nc_export *x)
 				annotation(&te, b + 4, 0, e.gseq);
 			if (e.cpu_ns >= 0)
 				annotation(&te, b + 5, 1, (uint64_t)e.cpu_ns);
+			const struct nc_utc *u = &x->utc;
+			if (u->status == NC_UTC_SYNCHRONISED || u->status == NC_UTC_FREE_RUNNING) {
+				annotation(&te, b + 6, 1, (uint64_t)u->earliest_ns);
+				annotation(&te, b + 7, 1, (uint64_t)u->latest_ns);
+			}
+			struct pb a = {.n = 0};
+			u64(&a, DA_NAME_IID, b + 8);
+			str(&a, DA_STRING, nc_utc_status_name(u->status));
+			msg(&te, TE_ANNOTATIONS, &a);
+			if (x->hosts > 1) {
+				a.n = 0;
+				u64(&a, DA_NAME_IID, b + 9);
+				u64(&a, DA_BOOL, (uint64_t)x->concurrent);
+				msg(&te, TE_ANNOTATIONS, &a);
+			}
 		}
 		msg(&p, TP_TRACK_EVENT, &te);
 		if (emit(f, &p))

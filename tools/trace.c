@@ -622,6 +622,8 @@ static int cmd_export(int argc, char **argv)
 		rc = bad("export", fmt == FMT_NONE ? "--format ctf, perfetto, chrome or csv is needed"
 						   : "a FILE to read is needed",
 			 NULL);
+	if (!rc && n > 256) /* the concurrency marks number the machines in a byte */
+		rc = bad("export", "at most 256 traces at once", NULL);
 	if (!rc && fmt == FMT_CTF && !out)
 		rc = bad("export", "--format ctf writes a directory: -o DIR is needed", NULL);
 	if (!rc && fmt == FMT_PERFETTO && (!out || !strcmp(out, "-") || !strcmp(out, "/dev/stdout")) &&

@@ -242,7 +242,7 @@ static int parse_block(struct parse *ps, const unsigned char *p, size_t n, uint6
 			have_base = 1;
 			t->info.syncs++;
 			in->syncs++;
-			if (nc__tr_anchor_add(r, w))
+			if (nc__tr_anchor_add(r, w, words))
 				return fail(ps->why, ps->whylen, NC_TRACE_ENOMEM, "out of memory");
 		} else if (kind < 0x80) {
 			if (!have_base)
@@ -683,6 +683,13 @@ int nc_trace_read_file(struct nc_trace_reader **out, const char *path, char *why
 	if (fl >= 0)
 		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 	return read_source(out, fd, NULL, (uint64_t)st.st_size, why, whylen);
+}
+
+int nc_trace_read_utc(const struct nc_trace_reader *r, uint64_t ticks, struct nc_utc *out)
+{
+	if (!r || !out)
+		return NC_EINVAL;
+	return nc__tr_utc(r, ticks, out);
 }
 
 void nc_trace_read_info(const struct nc_trace_reader *r, struct nc_trace_info *out)

@@ -382,6 +382,9 @@ int nc_trace_open(struct nc_trace **out, const char *path, const struct nc_trace
 	if (rc)
 		return rc;
 	nc_init();
+	/* the UTC source is chosen and asked here, not at the first sync
+	 * record (which may be written in a signal handler) */
+	(void)nc_utc_start();
 	struct nc_trace *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NC_TRACE_ENOMEM;

@@ -76,7 +76,7 @@ static void thin(struct nc_trace_reader *r)
 	r->an_kept = k;
 }
 
-int nc__tr_anchor_add(struct nc_trace_reader *r, const unsigned char *w)
+int nc__tr_anchor_add(struct nc_trace_reader *r, const unsigned char *w, unsigned words)
 {
 	r->an_total++;
 	if (r->nan == r->capan) {
@@ -100,6 +100,25 @@ int nc__tr_anchor_add(struct nc_trace_reader *r, const unsigned char *w)
 	a->width = nc__get64(w + 24);
 	a->mono = (int64_t)nc__get64(w + 32);
 	a->real = (int64_t)nc__get64(w + 40);
+	a->utc_below = a->utc_above = UINT64_MAX;
+	a->utc_status = NC_UTC_UNKNOWN;
+	a->utc_source = NC_UTC_SRC_NONE;
+	if (words >= NC__TR_SYNC_WORDS_UTC && r->info.version_minor >= 2) {
+		uint64_t w10 = nc__get64(w + 80);
+		int st = (int)(w10 & 0xff);
+		a->utc_as_of = (int64_t)nc__get64(w + 72);
+		a->utc_source = (int)(w10 >> 8 & 0xff);
+		a->utc_growth_ppb = (uint32_t)(w10 >> 32);
+		/* a known status with its half widths, or nothing */
+		if ((st == NC_UTC_SYNCHRONISED || st == NC_UTC_FREE_RUNNING) &&
+		    nc__get64(w + 56) < ((uint64_t)1 << 62) && nc__get64(w + 64) < ((uint64_t)1 << 62)) {
+			a->utc_status = st;
+			a->utc_below = nc__get64(w + 56);
+			a->utc_above = nc__get64(w + 64);
+		} else if (st == NC_UTC_DISRUPTED) {
+			a->utc_status = st;
+		}
+	}
 	return 0;
 }
 
@@ -195,4 +214,62 @@ void nc__tr_convert(const struct nc_trace_reader *r, uint64_t t, int64_t *mono, 
 	}
 	*mono = (int64_t)m;
 	*unx = (int64_t)(m + (uint64_t)off);
+}
+
+/* The UTC interval of counter value t.  The sync record at or before t
+ * (the first one for a value before all) states a bound on |CLOCK_REALTIME
+ * - UTC| there and how fast it grows; grown to t it bounds the clock at t,
+ * and the Unix time converted for t is off CLOCK_REALTIME by at most the
+ * larger half bracket of the anchors around it plus 1 ns (above).  Only
+ * the earlier record's figures are carried forward: a later one's need not
+ * hold backwards (the clock may have been corrected in between). */
+int nc__tr_utc(const struct nc_trace_reader *r, uint64_t t, struct nc_utc *out)
+{
+	int64_t mono;
+	nc__tr_convert(r, t, &mono, &out->unix_ns);
+	out->earliest_ns = INT64_MIN;
+	out->latest_ns = INT64_MAX;
+	out->as_of_ns = 0;
+	out->status = NC_UTC_UNKNOWN;
+	out->source = NC_UTC_SRC_NONE;
+	size_t n = r->nan;
+	if (n == 0)
+		return out->status;
+	const struct nc__tr_anchor *an = r->an;
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (an[mid].t <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t i = lo ? lo - 1 : 0;
+	const struct nc__tr_anchor *a = &an[i];
+	out->as_of_ns = a->utc_as_of;
+	out->source = a->utc_source;
+	out->status = a->utc_status;
+	if (a->utc_status != NC_UTC_SYNCHRONISED && a->utc_status != NC_UTC_FREE_RUNNING)
+		return out->status;
+	uint64_t w = a->width;
+	if (t >= a->t && i + 1 < n && an[i + 1].width > w)
+		w = an[i + 1].width;
+	uint64_t d = t >= a->t ? t - a->t : a->t - t;
+	double dns = (double)nc_conv_ticks_to_ns(&r->conv, d);
+	double conv = (double)nc_conv_ticks_to_ns(&r->conv, w / 2 + 1) + 1;
+	double grow = ceil(dns * (double)a->utc_growth_ppb * 1e-9);
+	double below = (double)a->utc_below + grow + conv, above = (double)a->utc_above + grow + conv;
+	if (below > 0x1p62 || above > 0x1p62) {
+		out->status = NC_UTC_UNKNOWN;
+		return out->status;
+	}
+	int64_t e, l; /* a hostile file's times may be anywhere */
+	if (__builtin_sub_overflow(out->unix_ns, (int64_t)below, &e) ||
+	    __builtin_add_overflow(out->unix_ns, (int64_t)above, &l)) {
+		out->status = NC_UTC_UNKNOWN;
+		return out->status;
+	}
+	out->earliest_ns = e;
+	out->latest_ns = l;
+	return out->status;
 }

@@ -9,6 +9,7 @@
 #include "../base/config.h"
 #include "../base/refclock.h"
 #include "../rate/rate.h"
+#include "../utc/utc.h"
 #include "nanoclock_info.h"
 #include "nanoclock_sync.h"
 #include "nanoclock_trace.h"
@@ -22,7 +23,8 @@
  * time.c: anchors and conversion; merge.c: merged iteration. */
 #define NC__TR_MAGIC "NCTRACE\x1a"
 #define NC__TR_MAJOR 1
-#define NC__TR_MINOR 1             /* 1: the shared record in the clock-domain record */
+#define NC__TR_MINOR 2             /* 1: the shared record in the clock-domain record;
+				    * 2: the UTC interval in sync records */
 #define NC__TR_FILE_HDR 24          /* magic, version, header length, byte-order mark */
 #define NC__TR_BOM UINT64_C(0x0102030405060708)
 #define NC__TR_DOMAIN 1             /* record types */
@@ -32,7 +34,8 @@
 #define NC__TR_END 5
 #define NC__TR_BLOCK_HDR 48         /* record header and block header */
 #define NC__TR_KIND_SYNC 0x80       /* in-block record kinds >= 0x80 are not events */
-#define NC__TR_SYNC_WORDS 7
+#define NC__TR_SYNC_WORDS 7         /* the shortest a reader takes (1.0, 1.1) */
+#define NC__TR_SYNC_WORDS_UTC 11    /* 1.2: with the UTC interval (words 7-10) */
 #define NC__TR_DOMAIN_BYTES 416     /* the records as this version writes them */
 #define NC__TR_DOMAIN_BYTES_1_0 248 /* ... as version 1.0 did: the shortest read */
 #define NC__TR_THREAD_BYTES 56
@@ -132,6 +135,12 @@ struct nc__tr_anchor {
 	uint64_t mi, mf;          /* ns per tick from here to the next anchor (64.64) */
 	int have_slope;
 	int step;                 /* the system clock was set before the next anchor */
+	/* 1.2: the UTC interval around `real` (UINT64_MAX: unknown), the
+	 * source's figures' time, how fast the bound grows, status, source */
+	uint64_t utc_below, utc_above;
+	int64_t utc_as_of;
+	uint32_t utc_growth_ppb;
+	int utc_status, utc_source;
 };
 struct nc__tr_name {
 	unsigned id;
@@ -160,9 +169,12 @@ struct nc_trace_reader {
 NC_HIDDEN int nc__tr_pread(const struct nc_trace_reader *r, uint64_t off, void *buf, size_t n);
 /* A sync record's bracket as an anchor (thins them now and then, so that
  * memory follows the trace's duration, not its size): 0 or -1 (memory). */
-NC_HIDDEN int nc__tr_anchor_add(struct nc_trace_reader *r, const unsigned char *sync);
+NC_HIDDEN int nc__tr_anchor_add(struct nc_trace_reader *r, const unsigned char *sync,
+				 unsigned words);
 /* Builds the anchors from the collected sync records (sorts, thins, slopes). */
 NC_HIDDEN void nc__tr_anchors_build(struct nc_trace_reader *r);
+/* The UTC interval of the counter value t (nc_trace_read_utc). */
+NC_HIDDEN int nc__tr_utc(const struct nc_trace_reader *r, uint64_t t, struct nc_utc *out);
 /* The counter value t as CLOCK_MONOTONIC_RAW and Unix ns. */
 NC_HIDDEN void nc__tr_convert(const struct nc_trace_reader *r, uint64_t t, int64_t *mono,
 			      int64_t *unx);

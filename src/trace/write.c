@@ -29,7 +29,7 @@
 #include <time.h>
 
 #define EV_BYTES 16u
-#define SYNC_BYTES (NC__TR_SYNC_WORDS * 8u)
+#define SYNC_BYTES (NC__TR_SYNC_WORDS_UTC * 8u)
 
 /* The global sequence number, alone on its cache line (128 bytes: adjacent
  * line prefetchers pair lines on x86). */
@@ -97,15 +97,28 @@ static void write_sync(struct nc__trace_buf *b, uint64_t t, unsigned reason)
 	uint64_t mid = 0, width;
 	int64_t mono = 0, real = 0;
 	bracket(&mid, &width, &mono, &real);
+	/* the UTC interval now, as half widths around CLOCK_REALTIME: the
+	 * library's bound on nc_unix_ns (its tie to CLOCK_REALTIME included,
+	 * which covers the few hundred ns between the two reads), and how
+	 * fast it grows, so that a reader can bound the events up to the next
+	 * sync record (inline, wait-free: fine in a signal handler) */
+	struct nc_utc u;
+	int st = nc_utc_now(&u);
+	int known = st == NC_UTC_SYNCHRONISED || st == NC_UTC_FREE_RUNNING;
 	uint64_t *r = at(b, b->pub.pos);
 	r[0] = (uint64_t)(uint32_t)t | (uint64_t)reason << 32 | (uint64_t)NC__TR_KIND_SYNC << 48 |
-	       (uint64_t)NC__TR_SYNC_WORDS << 56;
+	       (uint64_t)NC__TR_SYNC_WORDS_UTC << 56;
 	r[1] = t;
 	r[2] = mid;
 	r[3] = width;
 	r[4] = (uint64_t)mono;
 	r[5] = (uint64_t)real;
 	r[6] = nc__trace_gseq();
+	r[7] = known ? (uint64_t)u.unix_ns - (uint64_t)u.earliest_ns + 1 : UINT64_MAX;
+	r[8] = known ? (uint64_t)u.latest_ns - (uint64_t)u.unix_ns + 1 : UINT64_MAX;
+	r[9] = (uint64_t)u.as_of_ns;
+	r[10] = (uint64_t)((uint32_t)st & 0xff) | (uint64_t)((uint32_t)u.source & 0xff) << 8 |
+		(uint64_t)nc__utc_growth_ppb() << 32;
 	__atomic_store_n(&b->pub.pos, b->pub.pos + SYNC_BYTES, __ATOMIC_RELAXED);
 	b->slow_bytes += SYNC_BYTES;
 	b->pub.base = t;

@@ -358,6 +358,18 @@ int nc__utc_start(const struct nc__config *cfg)
 int nc__utc_started(void) { return __atomic_load_n(&u.started, __ATOMIC_ACQUIRE); }
 
 /* ---- reading from the library ---- */
+uint32_t nc__utc_growth_ppb(void)
+{
+	struct nc_impl_utc_copy c;
+	nc__latch_read(&nc_impl_utc_g.seq, &nc_impl_utc_g, utc_load, &c);
+	/* slope: ns of bound per tick (2^-48); the line: ns per tick (64.64) */
+	double ns_tick = (double)c.line.mul_int + (double)c.line.mul_frac * 0x1p-64;
+	if (!(ns_tick > 0) || c.slope == 0)
+		return 0;
+	double ppb = ceil((double)c.slope * 0x1p-48 / ns_tick * 1e9);
+	return ppb >= 4294967295.0 ? UINT32_MAX : (uint32_t)ppb;
+}
+
 int nc__utc_read(struct nc_utc *out)
 {
 	for (int round = 0;; round++) {

@@ -110,5 +110,8 @@ NC_HIDDEN void nc__utc_status(struct nc_utc_status *st);
 /* The interval from the library's side (a read that left the inline
  * path): never waits. */
 NC_HIDDEN int nc__utc_read(struct nc_utc *u);
+/* How fast the published bound grows (ns per second, rounded up; 0 when
+ * unknown, UINT32_MAX at most): wait-free, for a trace's sync records. */
+NC_HIDDEN uint32_t nc__utc_growth_ppb(void);
 
 #endif

@@ -99,8 +99,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint64_t n = 0;
 		struct nc_trace_info in;
 		nc_trace_read_info(r, &in);
-		while (nc_trace_merge_next(m, &e))
+		while (nc_trace_merge_next(m, &e)) {
+			/* an interval holds its own Unix time, or is unknown and all */
+			struct nc_utc u;
+			int st = nc_trace_read_utc(r, e.ticks, &u);
+			int known = st == NC_UTC_SYNCHRONISED || st == NC_UTC_FREE_RUNNING;
+			if (st != u.status || u.unix_ns != e.unix_ns ||
+			    (known && !(u.earliest_ns <= u.unix_ns && u.unix_ns <= u.latest_ns)) ||
+			    (!known && (u.earliest_ns != INT64_MIN || u.latest_ns != INT64_MAX)))
+				__builtin_trap();
 			n++;
+		}
 		if (n != in.events || nc_trace_merge_error(m)) /* every checked event, once */
 			__builtin_trap();
 		nc_trace_merge_close(m);

@@ -1635,7 +1635,144 @@ static void case_trace_concurrent(const char *arg)
 	unlink(cb_path);
 }
 
+/* Two machines in two processes: B's CLOCK_REALTIME (as its library reads
+ * it) 3 ms slow, both under a 5 ms bound (which holds: 3 < 5).  They take
+ * turns (a token through pipes), each event's argument the true
+ * CLOCK_REALTIME just before it, the turns 0.2 to 20 ms apart.  In the
+ * export of both: every interval holds its truth; every pair of events of
+ * the two whose intervals do not overlap comes in its true order; pairs
+ * the merge on Unix time puts out of their true order (B's slow clock)
+ * exist, and all of them overlap, their events marked concurrent. */
+static void take_turns(int me, int in, int out, const char *path)
+{
+	static const int gap_us[] = {200, 1000, 3000, 8000, 20000};
+	if (me == 1) {
+		__atomic_store_n(&sim_offset, -3000000, __ATOMIC_RELEASE);
+		steppable_realtime();
+	}
+	struct nc_trace *t;
+	struct nc_trace_buf *b;
+	CHECK(nc_trace_open(&t, path, NULL) == 0);
+	CHECK(nc_trace_thread_start(t, me ? "b" : "a", &b) == 0);
+	char c;
+	for (int i = 0; i < 40; i++) {
+		if (me == 1 || i > 0)
+			CHECK(read(in, &c, 1) == 1);
+		nc_trace_instant(b, 1, (uint64_t)real_ns());
+		usleep((useconds_t)gap_us[i % 5]);
+		CHECK(write(out, "t", 1) == 1);
+	}
+	if (me == 0)
+		CHECK(read(in, &c, 1) == 1);
+	nc_trace_thread_end(b);
+	CHECK(nc_trace_close(t) == 0);
+	_exit(0);
+}
+
+static void case_trace_two_offsets(const char *arg)
+{
+	(void)arg;
+	struct cbseg g = cb_good(5000000);
+	cb_make(&g);
+	setenv("NANOCLOCK_SHARED", "off", 1);
+	char f[2][80];
+	int ab[2], ba[2];
+	CHECK(pipe(ab) == 0 && pipe(ba) == 0);
+	pid_t kid[2];
+	for (int k = 0; k < 2; k++) {
+		snprintf(f[k], sizeof(f[k]), "/tmp/nc-utc-m%d-%d", k, (int)getpid());
+		unlink(f[k]);
+		kid[k] = fork();
+		CHECK(kid[k] >= 0);
+		if (kid[k] == 0) {
+			alarm(30);
+			take_turns(k, k ? ab[0] : ba[0], k ? ba[1] : ab[1], f[k]);
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		int st;
+		CHECK(waitpid(kid[k], &st, 0) == kid[k] && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	int fd = open(f[1], O_RDWR);
+	CHECK(fd >= 0);
+	char host[64] = "machine-b";
+	CHECK(pwrite(fd, host, sizeof(host), 24 + 8 + 176) == (ssize_t)sizeof(host));
+	close(fd);
+	char exe[512], cmd[1400];
+	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	CHECK(k > 0);
+	exe[k] = 0;
+	*strrchr(exe, '/') = 0;
+	const char *run = getenv("NC_TEST_RUN");
+	snprintf(cmd, sizeof(cmd), "%s %s/../nanoclock trace export --format csv %s %s", run ? run : "",
+		 exe, f[0], f[1]);
+	FILE *p = popen(cmd, "r");
+	CHECK(p != NULL);
+	enum { N = 80 };
+	int64_t truth[N], E[N], L[N];
+	int file[N], conc[N], n = 0;
+	char line[1024];
+	CHECK(fgets(line, sizeof(line), p) != NULL);
+	while (n < N && fgets(line, sizeof(line), p)) {
+		char *fl[32];
+		int nf = 0;
+		for (char *q = line, *s; nf < 32 && (s = strsep(&q, ","));)
+			fl[nf++] = s;
+		CHECK(nf >= 17 && strcmp(fl[nf - 2], "synchronised") == 0);
+		file[n] = atoi(fl[0]);
+		truth[n] = strtoll(fl[8], NULL, 10);
+		E[n] = strtoll(fl[nf - 4], NULL, 10);
+		L[n] = strtoll(fl[nf - 3], NULL, 10);
+		conc[n] = atoi(fl[nf - 1]);
+		n++;
+	}
+	CHECK(pclose(p) == 0 && n == N);
+	int ordered = 0, swapped = 0, bad = 0;
+	for (int i = 0; i < n; i++) {
+		/* the truth: after this event's argument, before the next event's */
+		int64_t next = INT64_MAX;
+		for (int j = 0; j < n; j++)
+			if (truth[j] > truth[i] && truth[j] < next)
+				next = truth[j];
+		if (!(E[i] <= next && L[i] >= truth[i])) {
+			fprintf(stderr, "case: row %d [%lld, %lld] misses its truth %lld..%lld\n", i,
+				(long long)E[i], (long long)L[i], (long long)truth[i], (long long)next);
+			bad++;
+		}
+		int overlaps = 0;
+		for (int j = 0; j < n; j++) {
+			if (file[j] == file[i])
+				continue;
+			int ov = E[j] <= L[i] && E[i] <= L[j];
+			overlaps |= ov;
+			if (j < i)
+				continue;
+			if ((truth[i] < truth[j]) != (i < j)) {
+				swapped++;
+				if (!ov) {
+					fprintf(stderr, "case: rows %d and %d out of true order, not overlapping\n", i, j);
+					bad++;
+				}
+			} else if (!ov) {
+				ordered++;
+			}
+		}
+		if (overlaps != conc[i]) {
+			fprintf(stderr, "case: row %d marked %d, overlaps %d\n", i, conc[i], overlaps);
+			bad++;
+		}
+	}
+	fprintf(stderr, "case: 80 events of two machines (B 3 ms slow, 5 ms bounds): every interval holds "
+			"its truth; %d pairs ordered by their intervals, all in true order; %d pairs the "
+			"merge put out of true order, all concurrent\n", ordered, swapped);
+	CHECK(bad == 0 && ordered > 0 && swapped > 0);
+	unlink(f[0]);
+	unlink(f[1]);
+	unlink(cb_path);
+}
+
 static const struct child_case cases[] = {
+	{"trace_two_offsets", case_trace_two_offsets, NULL, NULL, NULL},
 	{"trace_intervals", case_trace_intervals, NULL, NULL, NULL},
 	{"trace_concurrent", case_trace_concurrent, NULL, NULL, NULL},
 	{"adjtimex_writers", case_adjtimex_writers, NULL, NULL, NULL},

@@ -6,6 +6,7 @@
  * Everything else enters (nc__enter), works under nc__lib_lock, and
  * delivers queued reports when it leaves. */
 #include "init.h"
+#include "base/fmt.h"
 #include "base/latch.h"
 #include "base/lock.h"
 #include "clock/events.h"
@@ -239,13 +240,32 @@ int nc_utc_publish_clockbound(const char *path, char *why, size_t whylen)
 		return NC_EINVAL;
 	}
 	nc__enter();
+	/* what this process publishes is never its source (its figures would
+	 * feed themselves): set before the source is chosen */
+	nc__lock();
+	nc__utc_clockbound_own(path);
+	nc__unlock();
 	struct nc_utc r;
 	(void)nc_utc_now(&r); /* starts the source; a due refresh asks it */
 	struct nc__clockbound_out o;
 	nc__lock();
+	int loop = nc__utc_clockbound_reads(path);
 	nc__utc_clockbound_figures(&o);
 	nc__unlock();
-	int rc = nc__utc_clockbound_publish(path, &o, w, sizeof(w)) == 0 ? 0 : NC_ESYS;
+	int rc;
+	if (loop) { /* chosen before this call named it (NANOCLOCK_UTC_SOURCE or auto) */
+		nc__fmt(w, sizeof(w), "%s is this process's UTC source: publishing there would feed its "
+				      "own figures back; left alone", path);
+		errno = EINVAL;
+		rc = NC_EINVAL;
+	} else {
+		rc = nc__utc_clockbound_publish(path, &o, w, sizeof(w)) == 0 ? 0 : NC_ESYS;
+		if (rc == 0) {
+			nc__lock();
+			nc__utc_clockbound_own(path); /* made anew: its new file */
+			nc__unlock();
+		}
+	}
 	int e = errno;
 	if (why && whylen)
 		nc__copy(why, whylen, w);

@@ -1449,6 +1449,45 @@ static void case_real_chronyd(const char *arg)
 	CHECK(s.source == NC_UTC_SRC_CHRONY);
 }
 
+/* A process never publishes the ClockBound segment it reads (its figures
+ * would feed themselves, growing from an as-of that never moves): named
+ * as the source, publishing there is refused and the segment left as it
+ * was. */
+static void case_clockbound_own(const char *arg)
+{
+	(void)arg;
+	struct cbseg g = cb_good(5000000);
+	cb_make(&g);
+	unsigned char before[80], after[80];
+	memcpy(before, (const void *)(uintptr_t)cb_map, 80);
+	char why[256] = "";
+	CHECK(nc_utc_start() == 0);
+	int rc = nc_utc_publish_clockbound(cb_path, why, sizeof(why));
+	memcpy(after, (const void *)(uintptr_t)cb_map, 80);
+	fprintf(stderr, "case: publishing the source: %d, %s\n", rc, why);
+	CHECK(rc == NC_EINVAL && strstr(why, "this process's UTC source") && !memcmp(before, after, 80));
+	unlink(cb_path);
+}
+
+/* published first, then named as the source: refused as the source */
+static void case_clockbound_own_first(const char *arg)
+{
+	(void)arg;
+	struct cbseg g = cb_good(5000000);
+	cb_make(&g); /* a good segment there, named as the source */
+	const char *path = cb_path;
+	char why[256] = "";
+	/* publishing first: the source is not that file, so nothing to tell;
+	 * the segment (this user's) is rewritten with what this process has */
+	CHECK(nc_utc_publish_clockbound(path, why, sizeof(why)) == 0);
+	struct nc_utc_status s;
+	nc_get_utc_status(&s);
+	fprintf(stderr, "case: the published segment as the source: %s (%s)\n",
+		nc_utc_status_name(s.status), s.chosen);
+	CHECK(s.status == NC_UTC_UNKNOWN && strstr(s.chosen, "never its own source"));
+	unlink(path);
+}
+
 /* ---- traces: each sync record's interval, and several machines merged ---- */
 
 /* Records n events `gap_us` apart on this thread, each with CLOCK_REALTIME
@@ -1773,6 +1812,8 @@ static void case_trace_two_offsets(const char *arg)
 
 static const struct child_case cases[] = {
 	{"trace_two_offsets", case_trace_two_offsets, NULL, NULL, NULL},
+	{"clockbound_own", case_clockbound_own, NULL, NULL, NULL},
+	{"clockbound_own_first", case_clockbound_own_first, NULL, NULL, NULL},
 	{"trace_intervals", case_trace_intervals, NULL, NULL, NULL},
 	{"trace_concurrent", case_trace_concurrent, NULL, NULL, NULL},
 	{"adjtimex_writers", case_adjtimex_writers, NULL, NULL, NULL},

@@ -138,7 +138,30 @@ static int read_fields(int fd, size_t len, struct cb_fields *f, char *why, size_
 static struct {
 	int fd; /* -1: none */
 	char path[160];
+	dev_t dev; /* the open segment's file */
+	ino_t ino;
+	/* the segment this process publishes (nanoclock daemon --clockbound):
+	 * never its own source, or its figures would feed themselves */
+	int own_set;
+	dev_t own_dev;
+	ino_t own_ino;
 } cb = {.fd = -1};
+
+void nc__utc_clockbound_own(const char *path)
+{
+	struct stat st;
+	if (path && stat(path, &st) == 0) {
+		cb.own_dev = st.st_dev;
+		cb.own_ino = st.st_ino;
+		cb.own_set = 1;
+	}
+}
+
+int nc__utc_clockbound_reads(const char *path)
+{
+	struct stat st;
+	return cb.fd >= 0 && path && stat(path, &st) == 0 && st.st_dev == cb.dev && st.st_ino == cb.ino;
+}
 
 static int cb_open(const char *arg, char *why, size_t len)
 {
@@ -156,7 +179,10 @@ static int cb_open(const char *arg, char *why, size_t len)
 			  : st.st_uid != 0 && st.st_uid != geteuid() ? "owned by another user"
 			  : (st.st_mode & (S_IWGRP | S_IWOTH)) ? "writable by others"
 			  : st.st_size < CB_SIZE_V1 - 4 || st.st_size > 65536 ? "not a segment's size"
-									       : NULL;
+			  : cb.own_set && st.st_dev == cb.own_dev && st.st_ino == cb.own_ino
+			      ? "the segment this process publishes (nanoclock daemon --clockbound), never "
+				"its own source"
+			      : NULL;
 	if (bad) {
 		close(fd);
 		nc__fmt(why, len, "%s: %s: refused", cb.path, bad);
@@ -165,6 +191,8 @@ static int cb_open(const char *arg, char *why, size_t len)
 	if (cb.fd >= 0)
 		close(cb.fd);
 	cb.fd = fd;
+	cb.dev = st.st_dev;
+	cb.ino = st.st_ino;
 	return 0;
 }
 

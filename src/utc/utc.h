@@ -78,6 +78,11 @@ NC_HIDDEN int nc__utc_clockbound_is_segment(const unsigned char *p, size_t n);
  * else left alone.  0, or -1 with why and errno. */
 NC_HIDDEN int nc__utc_clockbound_publish(const char *path, const struct nc__clockbound_out *o,
 					 char *why, size_t len);
+/* The segment at path is this process's to publish: never opened as its
+ * source (nc__lib_lock held). */
+NC_HIDDEN void nc__utc_clockbound_own(const char *path);
+/* 1 if the ClockBound source in use reads the file at path */
+NC_HIDDEN int nc__utc_clockbound_reads(const char *path);
 /* core.c (nc__lib_lock held): the figures a ClockBound segment states now */
 NC_HIDDEN void nc__utc_clockbound_figures(struct nc__clockbound_out *o);
 

@@ -243,7 +243,9 @@ NC_API int nc_get_utc_status(struct nc_utc_status *st);
  * where nothing is; never over anything but a ClockBound segment of this
  * user's (anything else is left alone: NC_ESYS, errno EEXIST, why says
  * what is there).  `nanoclock daemon --clockbound PATH` calls it every
- * second.  0, NC_EINVAL (not an absolute path), NC_ESYS with why[]. */
+ * second.  A segment this process publishes is never its own source.
+ * 0, NC_EINVAL (not an absolute path, or the segment this process reads
+ * as its source), NC_ESYS with why[]. */
 NC_API int nc_utc_publish_clockbound(const char *path, char *why, size_t whylen);
 
 /* Initialise when the program loads rather than at the first call: write

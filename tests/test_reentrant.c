@@ -143,7 +143,7 @@ static void handler_case(const char *arg)
 		period_ms = 1;
 	}
 	start_watchdog(run_seconds(60));
-	CHECK(nc_init() >= 0 || 1);
+	CHECK(nc_init() == 0); /* never fails: an OS clock at worst */
 	CHECK(nc_set_unix_refresh_ms(period_ms) == 0);
 	if (strcmp(arg, "narrow") == 0)
 		CHECK(strcmp(nc_counter_name(), "narrow32") == 0);
@@ -271,7 +271,7 @@ static void upkeep_race_case(const char *arg)
 {
 	(void)arg;
 	start_watchdog(run_seconds(60));
-	CHECK(nc_init() >= 0 || 1);
+	CHECK(nc_init() == 0); /* never fails: an OS clock at worst */
 	int fds0 = count_dir("/proc/self/fd"), tasks0 = count_dir("/proc/self/task");
 	int rounds = getenv("NC_TEST_VALGRIND") ? 2 : 5;
 	for (int round = 0; round < rounds; round++) {
@@ -324,7 +324,7 @@ static void degraded_case(const char *how)
 		_exit(CHILD_SKIP);
 	}
 	CHECK(nc_set_log(on_log, NULL, NC_LOG_WARN) == 0);
-	CHECK(nc_init() >= 0 || 1);
+	CHECK(nc_init() == 0); /* never fails: an OS clock at worst */
 	if (strcmp(how, "seccomp") == 0) {
 		/* timerfd_create fails with EPERM, as under a container's profile */
 		struct sock_filter f[] = {
@@ -398,7 +398,7 @@ static void stop_from_log_case(const char *arg)
 	(void)arg;
 	start_watchdog(run_seconds(30));
 	main_thread = pthread_self();
-	CHECK(nc_init() >= 0 || 1);
+	CHECK(nc_init() == 0); /* never fails: an OS clock at worst */
 	int tasks0 = count_dir("/proc/self/task"), fds0 = count_dir("/proc/self/fd");
 	CHECK(nc_set_unix_refresh_ms(5) == 0);
 	CHECK(nc_set_log(stop_from_log, NULL, NC_LOG_DEBUG) == 0);
@@ -443,7 +443,7 @@ static void stop_stop_case(const char *arg)
 	(void)arg;
 	start_watchdog(run_seconds(30));
 	main_thread = pthread_self();
-	CHECK(nc_init() >= 0 || 1);
+	CHECK(nc_init() == 0); /* never fails: an OS clock at worst */
 	int tasks0 = count_dir("/proc/self/task");
 	CHECK(nc_set_unix_refresh_ms(5) == 0);
 	CHECK(nc_set_log(slow_log, NULL, NC_LOG_DEBUG) == 0);
@@ -496,7 +496,7 @@ static void fork_locked_case(const char *arg)
 		fprintf(stderr, "case: skipped: a bare fork of a threaded process under an emulator\n");
 		_exit(CHILD_SKIP);
 	}
-	CHECK(nc_init() >= 0 || 1);
+	CHECK(nc_init() == 0); /* never fails: an OS clock at worst */
 	pthread_t th;
 	CHECK(pthread_create(&th, NULL, lock_holder, NULL) == 0);
 	while (!holding_lock)

@@ -501,48 +501,60 @@ static void test_wrong_rate_left_for_own(void **state)
 	write_refined_record();
 	struct nc__shared_rec r, m;
 	read_rec(&r);
-	m = r;
-	int64_t back = 30000000; /* the tie 30 ms before the writing, the baseline 50 ms */
-	m.anchor_ns = r.written_raw_ns - back;
-	m.anchor_tick = r.anchor_tick + (uint64_t)llround((double)(m.anchor_ns - r.anchor_ns) * r.hz / 1e9);
-	m.window_ns = 50000000;
-	m.hz = r.hz * (1 + 0.5e-6);
-	m.ppm = 0.001;
-	write_rec_file(&m, 1);
-	int pfd[2];
-	assert_int_equal(pipe(pfd), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		set_goal();
-		setenv("NANOCLOCK_SHARED", path, 1);
-		nc_init();
-		struct nc_shared_status st;
-		nc_get_shared_status(&st);
-		int64_t end = raw_ns() + 1500000000;
-		while (raw_ns() < end) {
-			(void)nc_now_ns();
-			usleep(5000);
-		}
-		double out[3] = {st.adopted, nc_ticks_per_second(), nc_ticks_per_second_uncertainty_ppm()};
-		char src[32] = "";
-		snprintf(src, sizeof(src), "%s", nc_ticks_per_second_source());
-		(void)!write(pfd[1], out, sizeof(out));
-		(void)!write(pfd[1], src, sizeof(src));
-		_exit(0);
-	}
-	close(pfd[1]);
 	double out[3] = {0, 0, 0};
-	char src[32] = "";
-	assert_int_equal(read(pfd[0], out, sizeof(out)), (ssize_t)sizeof(out));
-	assert_int_equal(read(pfd[0], src, sizeof(src)), (ssize_t)sizeof(src));
-	close(pfd[0]);
-	waitpid(pid, NULL, 0);
+	char src[400] = "";
+	/* the tie 30 ms before the writing (the baseline 100 s, which makes
+	 * 0.001 ppm plausible to the reader's checks); where the
+	 * check at adoption catches the rate already (a busy machine's wide
+	 * bracket), a tie closer to the writing, whose error is smaller: the
+	 * case is about what happens after an adoption, so one must happen */
+	static const int64_t backs[] = {30000000, 10000000, 3000000, 1000000};
+	for (int k = 0; k < 4 && out[0] != 1; k++) {
+		m = r;
+		int64_t back = backs[k];
+		m.anchor_ns = r.written_raw_ns - back;
+		m.anchor_tick =
+			r.anchor_tick + (uint64_t)llround((double)(m.anchor_ns - r.anchor_ns) * r.hz / 1e9);
+		m.window_ns = 100000000000LL; /* a long baseline: 0.001 ppm is plausible */
+		m.hz = r.hz * (1 + 0.5e-6);
+		m.ppm = 0.001;
+		write_rec_file(&m, 1);
+		int pfd[2];
+		assert_int_equal(pipe(pfd), 0);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			set_goal();
+			setenv("NANOCLOCK_SHARED", path, 1);
+			nc_init();
+			struct nc_shared_status st;
+			nc_get_shared_status(&st);
+			int64_t end = raw_ns() + 1500000000;
+			while (st.adopted && raw_ns() < end) {
+				(void)nc_now_ns();
+				usleep(5000);
+			}
+			double o[3] = {st.adopted, nc_ticks_per_second(), nc_ticks_per_second_uncertainty_ppm()};
+			char sr[400] = "";
+			snprintf(sr, sizeof(sr), "%s", st.adopted ? nc_ticks_per_second_source() : st.status);
+			(void)!write(pfd[1], o, sizeof(o));
+			(void)!write(pfd[1], sr, sizeof(sr));
+			_exit(0);
+		}
+		close(pfd[1]);
+		assert_int_equal(read(pfd[0], out, sizeof(out)), (ssize_t)sizeof(out));
+		assert_int_equal(read(pfd[0], src, sizeof(src)), (ssize_t)sizeof(src));
+		close(pfd[0]);
+		waitpid(pid, NULL, 0);
+		if (out[0] != 1)
+			print_message("  a tie %lld ms before the writing: not adopted (%s)\n",
+				      (long long)(back / 1000000), src);
+	}
 	double err = (out[1] / r.hz - 1) * 1e6;
 	print_message("  adopted %d; after 1.5 s: source %s, %+.3f ppm from the true rate, stated "
 		      "+-%.3g\n", (int)out[0], src, err, out[2]);
 	if (out[0] != 1)
-		skip(); /* the check at adoption caught it already: nothing to see here */
+		fail_msg("never adopted: the case could not be made");
 	assert_string_equal(src, "measured");
 	assert_true(fabs(err) <= out[2] + r.ppm); /* the reference, the writer's rate, has its own */
 }
@@ -1119,7 +1131,7 @@ static void test_trace_names_the_record(void **state)
 	nc_trace_read_info(rd, &in);
 	nc_trace_read_close(rd);
 	unlink(tpath);
-	assert_int_equal(in.version_minor, 1);
+	assert_true(in.version_minor >= 1); /* the shared record's fields are 1.1's */
 	assert_int_equal(in.shared, 1);
 	assert_string_equal(in.shared_path, path);
 	assert_int_equal(in.shared_writer_pid, r.writer_pid);

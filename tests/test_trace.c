@@ -128,9 +128,9 @@ static void test_overflow_drop(void **state)
 	assert_non_null(t);
 	struct nc_trace_buf *b;
 	assert_int_equal(nc_trace_thread_start(t, "dropper", &b), 0);
-	/* per block: (512 - 48 header - 56 sync) / 16 = 25 events; the first
+	/* per block: (512 - 48 header - 88 sync) / 16 = 23 events; the first
 	 * block's sync is the thread's first, the second's its block start */
-	const long per = (512 - NC__TR_BLOCK_HDR - 56) / 16, total = 1000, after = 10;
+	const long per = (512 - NC__TR_BLOCK_HDR - NC__TR_SYNC_WORDS_UTC * 8) / 16, total = 1000, after = 10;
 	uint64_t t0 = nc_ticks(); /* within a sync period of the first sync record */
 	for (long i = 0; i < total; i++)
 		nc_trace_event_at(b, t0 + (uint64_t)i, NC_TRACE_INSTANT, 1, (uint64_t)i);

@@ -309,7 +309,7 @@ static void test_forward_compatible(void **state)
 	w[0] = (uint64_t)0x81 << 48 | (uint64_t)2 << 56;
 	nc__put64(inrec, w[0]);
 	nc__put64(inrec + 8, w[1]);
-	b = with_insert(blk + NC__TR_BLOCK_HDR + 56, inrec, sizeof(inrec), &n);
+	b = with_insert(blk + NC__TR_BLOCK_HDR + NC__TR_SYNC_WORDS_UTC * 8, inrec, sizeof(inrec), &n);
 	nc__put32(b + blk + 4, nc__get32(valid + blk + 4) + 16);
 	assert_int_equal(try_read(b, n, &in), 1);
 	assert_int_equal(in.events, 90);

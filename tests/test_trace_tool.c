@@ -209,10 +209,10 @@ struct row {
 };
 static int split_row(char *line, struct row *r)
 {
-	char *f[13];
+	char *f[17];
 	int n = 0;
 	char *p = line;
-	while (n < 13) {
+	while (n < 17) {
 		f[n++] = p;
 		if (*p == '"') { /* quoted: "" is a quote */
 			p++;
@@ -227,7 +227,14 @@ static int split_row(char *line, struct row *r)
 		*c = 0;
 		p = c + 1;
 	}
-	if (n != 13)
+	if (n != 17)
+		return -1;
+	/* the UTC columns: an interval only with a known status; one
+	 * machine's events are never concurrent */
+	int known = !strcmp(f[15], "synchronised") || !strcmp(f[15], "free-running");
+	if (!known && (strcmp(f[15], "unknown") && strcmp(f[15], "disrupted")))
+		return -1;
+	if (known != (f[13][0] != 0) || known != (f[14][0] != 0) || strcmp(f[16], "0"))
 		return -1;
 	r->file = (unsigned)strtoul(f[0], NULL, 10);
 	r->thread = (unsigned)strtoul(f[1], NULL, 10);
@@ -245,7 +252,7 @@ static long check_csv(char *s, int by_unix, long *begins)
 	char *save, *line = strtok_r(s, "\n", &save);
 	assert_non_null(line);
 	assert_string_equal(line, "file,thread,thread_name,seq,gseq,kind,id,name,arg,ticks,mono_ns,"
-				  "unix_ns,cpu_ns");
+				  "unix_ns,cpu_ns,utc_earliest_ns,utc_latest_ns,utc_status,concurrent");
 	long n = 0;
 	struct row prev = {0}, r;
 	uint64_t next_seq[64][64] = {{0}};

@@ -221,12 +221,15 @@ tests: $(TEST_BIN) $(CPP_TEST_BIN) $(TOOL) $(EXAMPLE_BIN) $(EXAMPLE_CXX_BIN)
 # The tests share a calibration record of their own, new for each run
 # (the first program writes it, the others adopt it), never the user's.
 check: tests $(if $(SANITIZE),,$(SHARED))
-	@pass=0; fail=0; \
+	@pass=0; fail=0; failed=""; logs=$(B)/logs; rm -rf $$logs; mkdir -p $$logs; \
+	logrun() { n=$$1; shift; { "$$@"; echo $$? > $$logs/$$n.rc; } 2>&1 | tee $$logs/$$n.log; \
+		r=$$(cat $$logs/$$n.rc); [ "$$r" = 0 ] || failed="$$failed $$n"; return $$r; }; \
 	rm -f $(B)/shared-record $(B)/shared-record.new; \
 	NANOCLOCK_SHARED=$(abspath $(B))/shared-record; export NANOCLOCK_SHARED; \
 	for t in $(TEST_BIN) $(CPP_TEST_BIN); do \
 		echo "== $$t"; t0=$$(date +%s); \
-		if NC_TEST_RUN="$(RUN)" timeout $(TEST_TIMEOUT) $(RUN) $$t; then pass=$$((pass+1)); \
+		if logrun $$(basename $$t) env NC_TEST_RUN="$(RUN)" timeout $(TEST_TIMEOUT) $(RUN) $$t; \
+		then pass=$$((pass+1)); \
 		else fail=$$((fail+1)); echo "FAILED: $$t"; fi; \
 		echo "== $$t: $$(($$(date +%s) - t0)) s"; \
 	done; \
@@ -243,6 +246,7 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 		if ./scripts/check-layers $(B); then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if ./tests/test_install_deps.sh; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if ./scripts/check-man-fresh; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+		if ./scripts/check-guarantees; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	fi; \
 	if [ -z "$(SANITIZE)" ]; then \
 		if ./scripts/check-symbols "$(SHARED)" "$(CC)"; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
@@ -252,7 +256,7 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 	fi; \
 	if [ -z "$(RUN)" ]; then \
 		echo "== tests/test_help.sh"; \
-		if ./tests/test_help.sh ./$(TOOL); then pass=$$((pass+1)); \
+		if logrun test_help.sh ./tests/test_help.sh ./$(TOOL); then pass=$$((pass+1)); \
 		else fail=$$((fail+1)); echo "FAILED: tests/test_help.sh"; fi; \
 		echo "== scripts/check-doc-samples"; \
 		if CC="$(CC)" NC_CFLAGS="$(SANFLAGS) $(MODEFLAGS)" ./scripts/check-doc-samples ./$(TOOL); \
@@ -260,25 +264,30 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 		else fail=$$((fail+1)); echo "FAILED: scripts/check-doc-samples"; fi; \
 	fi; \
 	echo "== tests/test_cli.sh"; \
-	if RUN="$(RUN)" ./tests/test_cli.sh ./$(TOOL); then pass=$$((pass+1)); \
+	if logrun test_cli.sh env RUN="$(RUN)" ./tests/test_cli.sh ./$(TOOL); then pass=$$((pass+1)); \
 	else fail=$$((fail+1)); echo "FAILED: tests/test_cli.sh"; fi; \
 	if [ -z "$(RUN)" ]; then \
 		echo "== tests/test_daemon.sh"; \
-		if ./tests/test_daemon.sh ./$(TOOL); then pass=$$((pass+1)); \
+		if logrun test_daemon.sh ./tests/test_daemon.sh ./$(TOOL); then pass=$$((pass+1)); \
 		else fail=$$((fail+1)); echo "FAILED: tests/test_daemon.sh"; fi; \
 		echo "== tests/test_trace_export.sh (babeltrace2, protoc, DevTools' model)"; \
-		if ./tests/test_trace_export.sh ./$(TOOL) ./$(B)/examples/trace_pc; then pass=$$((pass+1)); \
+		if logrun test_trace_export.sh ./tests/test_trace_export.sh ./$(TOOL) ./$(B)/examples/trace_pc; \
+		then pass=$$((pass+1)); \
 		else fail=$$((fail+1)); echo "FAILED: tests/test_trace_export.sh"; fi; \
 		echo "== tests/test_outputs.sh (-o and --plot over each kind of thing, as root and nobody)"; \
-		if ./tests/test_outputs.sh ./$(TOOL); then pass=$$((pass+1)); \
+		if logrun test_outputs.sh ./tests/test_outputs.sh ./$(TOOL); then pass=$$((pass+1)); \
 		else fail=$$((fail+1)); echo "FAILED: tests/test_outputs.sh"; fi; \
 	fi; \
 	if [ -z "$(RUN)$(SANITIZE)" ]; then \
 		echo "== tests/test_lttng.sh (the LTTng-UST clock plugin: lttng-sessiond, babeltrace2)"; \
-		if CC="$(CC)" ./tests/test_lttng.sh $(B) ./$(TOOL); then pass=$$((pass+1)); \
+		if logrun test_lttng.sh env CC="$(CC)" ./tests/test_lttng.sh $(B) ./$(TOOL); then pass=$$((pass+1)); \
 		else fail=$$((fail+1)); echo "FAILED: tests/test_lttng.sh"; fi; \
 	fi; \
 	echo "test programs: $$pass passed, $$fail failed"; \
+	for n in $$failed; do echo "== failed: $$n, its last lines ($$logs/$$n.log):"; \
+		tail -n 8 $$logs/$$n.log | sed 's/^/   /'; done; \
+	NC_TEST_RUN="$(RUN)" NC_TEST_SANITIZE="$(SANITIZE)" ./scripts/test-summary $$logs || \
+		fail=$$((fail+1)); \
 	test $$fail -eq 0
 
 # Cross-build for arm64, ppc64le, riscv64 and i686 and run every test under

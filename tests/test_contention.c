@@ -34,6 +34,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include "nanoclock.h"
 
 #include <math.h>
@@ -184,8 +186,8 @@ static void test_at_once_on_busy_cpus(void **state)
 	(void)state;
 	const char *emu = getenv("NC_TEST_RUN");
 	if ((emu && emu[0]) || getenv("NC_TEST_VALGRIND")) {
-		printf("  under an emulator or valgrind: not the machine's contention; skipped\n");
-		skip();
+		SKIP(emu && emu[0] ? "emulator" : "valgrind",
+		     "under an emulator or valgrind: not the machine's contention");
 	}
 	static struct rate r[AT_ONCE * ROUNDS];
 	int cmd, ends;
@@ -270,7 +272,7 @@ static void test_at_once_on_busy_cpus(void **state)
 	close(ends);
 	waitpid(ref, NULL, 0);
 	if (ref_hz == 0)
-		skip();
+		SKIP("machine", "the counter is an OS clock here: no rate is calibrated");
 	if (beyond)
 		fail_msg("%d rates beyond 1.5 times their stated uncertainty", beyond);
 	assert_int_equal(undecided, 0);

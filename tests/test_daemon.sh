@@ -26,7 +26,7 @@ json() { # KEY of the shared object of `info --json` with NANOCLOCK_SHARED=$1
 # the record is for the machine's own counter: elsewhere there is nothing to share
 src=$(NANOCLOCK_SHARED=off "$TOOL" info --json | python3 -c "import json,sys; print(json.load(sys.stdin)['hz_source'])")
 if [ "$src" != measured ]; then
-	echo "test_daemon: the counter's rate is '$src' here (an OS clock): nothing to share; skipped"
+	echo "SKIP[machine]: the counter's rate is '$src' here (an OS clock): a record has nothing to share (only --once's refusal tested)"
 	"$TOOL" daemon --once --record "$tmp/r" > "$tmp/out" 2>&1
 	st=$?
 	[ $st -eq 1 ] && grep -q "OS clock" "$tmp/out" && ok "--once on an OS clock: status 1, said why" ||

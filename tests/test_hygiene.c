@@ -18,6 +18,7 @@
 
 #include "internal.h"
 #include "child.h"
+#include "skip.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -289,8 +290,7 @@ static void child_no_proc_sys(const char *arg)
 	(void)arg;
 	char why[160];
 	if (hide_proc_sys(why, sizeof(why)) != 0) {
-		fprintf(stderr, "skipped: %s\n", why);
-		_exit(CHILD_SKIP);
+		CHILD_SKIP_BECAUSE(geteuid() ? "root" : "machine", "%s", why);
 	}
 	CHECK(access("/proc/cpuinfo", F_OK) != 0 && access("/sys/devices", F_OK) != 0);
 	CHECK(nc_init() == 0);

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include "internal.h"
 
 #include <stdio.h>
@@ -90,7 +92,7 @@ static void test_rdtscp_needs_the_kernels_word(void **state)
 #if defined(__x86_64__) || defined(__i386__)
 	struct seen real = in_child(NULL);
 	if (!real.tsc)
-		skip(); /* the TSC is not the counter here */
+		SKIP("machine", "the TSC is not the counter here");
 	assert_true(real.ordered);
 	if (!real.cpuid_rdtscp || real.cpuinfo_rdtscp != 1) {
 		/* one of them says no (valgrind on a CPU without it): never used */
@@ -107,7 +109,7 @@ static void test_rdtscp_needs_the_kernels_word(void **state)
 	assert_true(without.ordered);
 	assert_int_equal(without.kind, NC_IMPL_KIND_TSC);
 #else
-	skip();
+	SKIP("machine", "not an x86 machine: no TSC");
 #endif
 }
 

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include "nanoclock.h"
 #include "nanoclock_info.h"
 
@@ -134,18 +136,15 @@ static void test_setuid_ignores_environment(void **state)
 {
 	const char *self = *state;
 	if (geteuid() != 0) {
-		fprintf(stderr, "  skipped: making a setuid-root copy needs root\n");
-		skip();
+		SKIP("root", "making a setuid-root copy needs root");
 	}
 	const char *emu = getenv("NC_TEST_RUN");
 	if (emu && emu[0]) {
-		fprintf(stderr, "  skipped: an emulated program is not run setuid (binfmt_misc without "
-			"credentials)\n");
-		skip();
+		SKIP("emulator", "an emulated program is not run setuid (binfmt_misc without "
+				 "credentials)");
 	}
 	if (getenv("NC_TEST_VALGRIND")) {
-		fprintf(stderr, "  skipped: valgrind does not run setuid programs\n");
-		skip();
+		SKIP("valgrind", "valgrind does not run setuid programs");
 	}
 	char dir[] = "/tmp/nc_priv_XXXXXX";
 	assert_non_null(mkdtemp(dir));
@@ -153,8 +152,7 @@ static void test_setuid_ignores_environment(void **state)
 	struct statvfs vfs;
 	if (statvfs(dir, &vfs) == 0 && (vfs.f_flag & ST_NOSUID)) {
 		rmdir(dir);
-		fprintf(stderr, "  skipped: %s is on a nosuid file system\n", dir);
-		skip();
+		SKIP("machine", "%s is on a nosuid file system", dir);
 	}
 	char copy[64];
 	snprintf(copy, sizeof(copy), "%s/probe", dir);

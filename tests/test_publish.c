@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include "nanoclock.h"
 #include "nanoclock_info.h"
 #include "nanoclock_shared.h"
@@ -181,6 +183,10 @@ static int reap(pid_t pid)
 static void test_adopter_writes_what_it_measured(void **state)
 {
 	(void)state;
+	int adopters = 0, refused = 0;
+	/* a busy machine's check at adoption may refuse the record: the case
+	 * is about an adopter, so it is made again (3 times at most) */
+	for (int attempt = 0; attempt < 3 && adopters == 0; attempt++) {
 	int fds[2];
 	assert_int_equal(pipe(fds), 0);
 	/* the record: a writer's own calibration refined over 1.5 s */
@@ -190,20 +196,19 @@ static void test_adopter_writes_what_it_measured(void **state)
 	if (sa == 2) {
 		close(fds[0]);
 		close(fds[1]);
-		print_message("  the rate here is an OS clock's: nothing to share\n");
-		skip();
+		SKIP("machine", "the rate here is an OS clock's: nothing to share");
 	}
 	assert_int_equal(sa, 0);
 	pid_t b = writer(fds[1], 0, 0.3, 0.35);
 	assert_int_equal(reap(b), 0);
 	close(fds[1]);
-	int adopters, refused;
 	int ok = check_reports(fds[0], &adopters, &refused);
 	close(fds[0]);
 	print_message("  %d written, %d by the adopter; its publication before its first refresh "
 		      "refused %d time(s)\n", ok, adopters, refused);
+	}
 	if (adopters == 0)
-		skip(); /* it did not adopt (a busy machine: the check at adoption refused) */
+		fail_msg("the record was never adopted in 3 attempts: the case could not be made");
 	assert_int_equal(refused, 1);
 	assert_true(adopters >= 1);
 }
@@ -226,7 +231,7 @@ static void test_two_writers(void **state)
 	int ok = check_reports(fds[0], &adopters, &refused);
 	close(fds[0]);
 	if (sa == 2 || sb == 2)
-		skip();
+		SKIP("machine", "the rate here is an OS clock's: nothing to share");
 	assert_int_equal(sa, 0);
 	assert_int_equal(sb, 0);
 	print_message("  %d written, %d by the writer that adopted the other's record (%d refused "

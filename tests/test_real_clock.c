@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include "nanoclock.h"
 #include "nanoclock_info.h"
 
@@ -34,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SKIP 77
+#define SKIP_STATUS 77
 
 static int64_t clk(clockid_t id)
 {
@@ -77,8 +79,7 @@ static int in_child(void (*fn)(void), const char *env_name, const char *env_valu
 	if (emu && emu[0]) {
 		/* an emulated read takes microseconds, so the samples' two reads
 		 * are far apart; the code under test is the same natively */
-		fprintf(stderr, "  skipped under an emulator: the real kernel's clock is tested natively\n");
-		skip();
+		SKIP("emulator", "the real kernel's clock is tested natively");
 	}
 	int turn = take_turn();
 	struct timex saved;
@@ -115,8 +116,8 @@ static int in_child(void (*fn)(void), const char *env_name, const char *env_valu
 		close(turn);
 	if (!WIFEXITED(st))
 		fail_msg("case killed by signal %d", WTERMSIG(st));
-	if (WEXITSTATUS(st) == SKIP)
-		skip();
+	if (WEXITSTATUS(st) == SKIP_STATUS)
+		skip(); /* the case said why (SKIP[...] line) */
 	return WEXITSTATUS(st);
 }
 
@@ -134,8 +135,7 @@ static double freq_ppm;
 static void freq_case(void)
 {
 	if (!can_set_time()) {
-		fprintf(stderr, "case: skipped: adjtimex(ADJ_FREQUENCY) needs CAP_SYS_TIME\n");
-		_exit(SKIP);
+		CHILD_SKIP_BECAUSE("root", "adjtimex(ADJ_FREQUENCY) needs CAP_SYS_TIME");
 	}
 	nc_init();
 	int outside = 0, n = 0;
@@ -302,8 +302,7 @@ static void gtod_case(void)
 	struct timespec probe;
 	clock_gettime(CLOCK_REALTIME, &probe);
 	if (clock_settime(CLOCK_REALTIME, &probe) != 0) {
-		fprintf(stderr, "case: skipped: setting the clock needs CAP_SYS_TIME\n");
-		_exit(SKIP);
+		CHILD_SKIP_BECAUSE("root", "setting the clock needs CAP_SYS_TIME");
 	}
 	nc_init();
 	CHECK(strcmp(nc_counter_name(), "gettimeofday") == 0);

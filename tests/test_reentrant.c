@@ -22,6 +22,7 @@
 #include "internal.h"
 #include "nanoclock_trace.h"
 #include "child.h"
+#include "skip.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -319,9 +320,8 @@ static void degraded_case(const char *how)
 {
 	const char *emu = getenv("NC_TEST_RUN");
 	if (emu && emu[0]) {
-		fprintf(stderr, "case: skipped: seccomp and descriptor limits under an emulator "
-			"are the host's\n");
-		_exit(CHILD_SKIP);
+		CHILD_SKIP_BECAUSE("emulator", "seccomp and descriptor limits under an emulator "
+						"are the host's");
 	}
 	CHECK(nc_set_log(on_log, NULL, NC_LOG_WARN) == 0);
 	CHECK(nc_init() == 0); /* never fails: an OS clock at worst */
@@ -338,8 +338,7 @@ static void degraded_case(const char *how)
 		CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0);
 	} else {
 		if (getenv("NC_TEST_VALGRIND")) {
-			fprintf(stderr, "case: skipped: valgrind keeps descriptors above the limit\n");
-			_exit(CHILD_SKIP);
+			CHILD_SKIP_BECAUSE("valgrind", "valgrind keeps descriptors above the limit");
 		}
 		/* one descriptor left: the eventfd gets it, the timerfd none */
 		struct rlimit rl = {64, 64};
@@ -493,8 +492,8 @@ static void fork_locked_case(const char *arg)
 	(void)arg;
 	const char *emu = getenv("NC_TEST_RUN");
 	if ((emu && emu[0]) || getenv("NC_TEST_VALGRIND")) {
-		fprintf(stderr, "case: skipped: a bare fork of a threaded process under an emulator\n");
-		_exit(CHILD_SKIP);
+		CHILD_SKIP_BECAUSE(emu && emu[0] ? "emulator" : "valgrind",
+				   "a bare fork of a threaded process under an emulator or valgrind");
 	}
 	CHECK(nc_init() == 0); /* never fails: an OS clock at worst */
 	pthread_t th;

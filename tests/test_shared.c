@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include "internal.h"
 #include "nanoclock_shared.h"
 #include "nanoclock_trace.h"
@@ -318,7 +320,7 @@ static void test_two_processes_convert_identically(void **state)
 {
 	(void)state;
 	if (!hw_counter())
-		skip();
+		SKIP("machine", "no hardware counter with a measured rate: a record has nothing to share");
 	fresh();
 	struct seen a = probe_writer(), b = probe(path), c = probe(path);
 	assert_int_equal(a.adopted, 0);
@@ -367,7 +369,7 @@ static void test_refuses_others_and_writable(void **state)
 {
 	(void)state;
 	if (!hw_counter())
-		skip();
+		SKIP("machine", "no hardware counter with a measured rate: a record has nothing to share");
 	write_record();
 	assert_int_equal(chmod(path, 0666), 0);
 	expect_refused("writable by others (mode 0666)");
@@ -386,7 +388,7 @@ static void test_refuses_other_boot_counter_corrupt(void **state)
 {
 	(void)state;
 	if (!hw_counter())
-		skip();
+		SKIP("machine", "no hardware counter with a measured rate: a record has nothing to share");
 	write_record();
 	struct nc__shared_rec r, m;
 	read_rec(&r);
@@ -471,7 +473,7 @@ static void test_aged_record_starts_on_raw(void **state)
 {
 	(void)state;
 	if (!hw_counter())
-		skip();
+		SKIP("machine", "no hardware counter with a measured rate: a record has nothing to share");
 	write_refined_record();
 	struct nc__shared_rec r, m;
 	read_rec(&r);
@@ -497,7 +499,7 @@ static void test_wrong_rate_left_for_own(void **state)
 {
 	(void)state;
 	if (!hw_counter())
-		skip();
+		SKIP("machine", "no hardware counter with a measured rate: a record has nothing to share");
 	write_refined_record();
 	struct nc__shared_rec r, m;
 	read_rec(&r);
@@ -563,7 +565,7 @@ static void test_refuses_truncated_fifo_symlink(void **state)
 {
 	(void)state;
 	if (!hw_counter())
-		skip();
+		SKIP("machine", "no hardware counter with a measured rate: a record has nothing to share");
 	write_record();
 	assert_int_equal(truncate(path, 100), 0);
 	expect_refused("100 bytes");
@@ -845,7 +847,7 @@ static void test_never_replaces_what_is_not_a_record(void **state)
 {
 	(void)state;
 	if (!hw_counter())
-		skip();
+		SKIP("machine", "no hardware counter with a measured rate: a record has nothing to share");
 	char d[160];
 	snprintf(d, sizeof(d), "%s/own", dir);
 	assert_int_equal(mkdir(d, 0700), 0);
@@ -876,7 +878,7 @@ static void test_user_record_per_build(void **state)
 {
 	(void)state;
 	if (!hw_counter())
-		skip();
+		SKIP("machine", "no hardware counter with a measured rate: a record has nothing to share");
 	const char *build = nc__shared_build(), *arch = strchr(build, ' ');
 	assert_non_null(arch);
 	char own[160];
@@ -934,7 +936,7 @@ static void test_killed_writer(void **state)
 {
 	(void)state;
 	if (!hw_counter())
-		skip();
+		SKIP("machine", "no hardware counter with a measured rate: a record has nothing to share");
 	fresh();
 	char tmp[160];
 	snprintf(tmp, sizeof(tmp), "%s.new", path);
@@ -1089,7 +1091,7 @@ static void test_many_at_once(void **state)
 {
 	(void)state;
 	if (!hw_counter())
-		skip();
+		SKIP("machine", "no hardware counter with a measured rate: a record has nothing to share");
 	for (int round = 1; round <= 3; round++)
 		if (many_round(round))
 			return;
@@ -1101,7 +1103,7 @@ static void test_trace_names_the_record(void **state)
 {
 	(void)state;
 	if (!hw_counter())
-		skip();
+		SKIP("machine", "no hardware counter with a measured rate: a record has nothing to share");
 	write_record();
 	struct nc__shared_rec r;
 	read_rec(&r);
@@ -1145,8 +1147,10 @@ static void test_trace_names_the_record(void **state)
 static void test_full_disk(void **state)
 {
 	(void)state;
-	if (geteuid() != 0 || !hw_counter())
-		skip();
+	if (geteuid() != 0)
+		SKIP("root", "another user's directory needs root to make");
+	if (!hw_counter())
+		SKIP("machine", "no hardware counter with a measured rate: a record has nothing to share");
 	char full[180], rec[200], newp[210], filler[200];
 	snprintf(full, sizeof(full), "%s/full", dir);
 	snprintf(rec, sizeof(rec), "%s/record", full);
@@ -1209,12 +1213,10 @@ static void test_full_disk(void **state)
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	rmdir(full);
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
-		print_message("  no tmpfs could be mounted here: not run\n");
-		skip();
+		SKIP(geteuid() ? "root" : "machine", "no tmpfs could be mounted here");
 	}
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 78) {
-		print_message("  the writer fell back to an OS clock: not run\n");
-		skip();
+		SKIP("machine", "the writer fell back to an OS clock");
 	}
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		fail_msg("full file system: the writer's check %d failed (status 0x%x)",

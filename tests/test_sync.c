@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include "internal.h"
 #include "nanoclock_sync.h"
 
@@ -268,15 +270,14 @@ static void test_reads_ordered(void **state)
 	int second;
 	if (emulated()) {
 		emu_disorder();
-		skip(); /* measured, not asserted: the emulator's counter */
+		SKIP("emulator", "the emulator's counter: its disorder measured, not asserted");
 	}
 	if (ncpus_allowed(&second) < 2)
-		skip();
+		SKIP("machine", "one CPU: no other counter to compare");
 	if (getenv("NC_TEST_VALGRIND")) {
 		/* each hand-off is a switch of valgrind's scheduler: 160 s, and
 		 * its reads are ordered by valgrind, not by the hardware */
-		printf("  valgrind: skipped (one thread at a time: the hand-offs are valgrind's)\n");
-		skip();
+		SKIP("valgrind", "one thread at a time: the hand-offs are valgrind's");
 	}
 	uint64_t d = counter_disorder();
 	if (d != 0)
@@ -381,7 +382,7 @@ static void test_busy_cpu(void **state)
 	(void)state;
 	int second;
 	if (ncpus_allowed(&second) < 2)
-		skip();
+		SKIP("machine", "one CPU: no other counter to compare");
 	pthread_t th;
 	hog_stop = 0;
 	assert_int_equal(pthread_create(&th, NULL, hog, &second), 0);
@@ -436,7 +437,7 @@ static void test_offset_detected(void **state)
 	(void)state;
 	int second;
 	if (ncpus_allowed(&second) < 2)
-		skip();
+		SKIP("machine", "one CPU: no other counter to compare");
 	struct nc_sync_options o;
 	nc_sync_default_options(&o);
 	/* the honest bound first, through the same simulated read with no
@@ -485,7 +486,7 @@ static void test_fast_cpu_detected(void **state)
 	(void)state;
 	int second;
 	if (ncpus_allowed(&second) < 2)
-		skip();
+		SKIP("machine", "one CPU: no other counter to compare");
 	struct sim s = {second, 0, 0.01, 0, nc_ticks_begin()};
 	check_fault(&s);
 	assert_false(rep.monotonic && rep.same_pace);
@@ -496,7 +497,7 @@ static void test_frozen_cpu_detected(void **state)
 	(void)state;
 	int second;
 	if (ncpus_allowed(&second) < 2)
-		skip();
+		SKIP("machine", "one CPU: no other counter to compare");
 	struct sim s = {second, 0, 0, 1, nc_ticks_begin()};
 	check_fault(&s);
 	assert_false(rep.advancing);
@@ -562,7 +563,7 @@ static void test_create_failure(void **state)
 	(void)state;
 	int second;
 	if (ncpus_allowed(&second) < 2)
-		skip();
+		SKIP("machine", "one CPU: no other counter to compare");
 	cpu_set_t before;
 	pthread_getaffinity_np(pthread_self(), sizeof(before), &before);
 	struct nc_sync_options o;
@@ -587,7 +588,7 @@ static void test_inconclusive(void **state)
 	(void)state;
 	int second;
 	if (ncpus_allowed(&second) < 2)
-		skip();
+		SKIP("machine", "one CPU: no other counter to compare");
 	struct nc_sync_options o;
 	nc_sync_default_options(&o);
 	o.probes = 3;

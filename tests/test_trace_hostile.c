@@ -22,6 +22,7 @@
 
 #include "trace_util.h"
 #include "child.h"
+#include "skip.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -289,7 +290,8 @@ static void limit_memory(const char *path)
 	/* the sanitizers reserve terabytes of address space; _exit: the leak
 	 * checker would count the path as lost */
 	unlink(path);
-	_exit(CHILD_SKIP);
+	CHILD_SKIP_BECAUSE("sanitizer", "the sanitizers reserve terabytes of address space: no "
+					"memory limit can be set");
 #else
 	(void)path;
 	struct rlimit rl = {256u << 20, 256u << 20};

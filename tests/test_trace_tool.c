@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include "trace_util.h"
 
 #include <dirent.h>
@@ -698,8 +700,7 @@ static void test_demo_without_threads(void **state)
 	(void)state;
 	const char *emu = getenv("NC_TEST_RUN");
 	if (emu && emu[0]) {
-		print_message("  (an emulator's own threads need clone: not run here)\n");
-		skip();
+		SKIP("emulator", "an emulator's own threads need clone");
 	}
 	char *f = tmp_path("nothreads");
 	unlink(f);

@@ -27,6 +27,7 @@
 #include "nanoclock_trace.h"
 #include "utc/utc.h"
 #include "child.h"
+#include "skip.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -579,7 +580,7 @@ static void case_kernel_timesyncd(const char *arg)
 	/* what timesyncd writes: STA_PLL, maxerror and esterror 0, 3 ms for
 	 * the PLL to slew */
 	if (kernel_pll(3000, STA_PLL | STA_FREQHOLD, 0, 0) != 0)
-		_exit(CHILD_SKIP);
+		CHILD_SKIP_BECAUSE("root", "setting the kernel's NTP state needs CAP_SYS_TIME");
 	setenv("NANOCLOCK_UTC_SOURCE", "adjtimex", 1);
 	int rc = nc_utc_start();
 	struct nc_utc u;
@@ -603,7 +604,7 @@ static void case_kernel_slewing(const char *arg)
 {
 	(void)arg;
 	if (kernel_pll(1000, STA_UNSYNC, 16000000, 16000000) != 0)
-		_exit(CHILD_SKIP);
+		CHILD_SKIP_BECAUSE("root", "setting the kernel's NTP state needs CAP_SYS_TIME");
 	setenv("NANOCLOCK_UNIX_REFRESH_MS", "100", 1);
 	start_fake(GOOD);
 	int rc = nc_utc_start();
@@ -1080,9 +1081,8 @@ static void case_vmclock_good(const char *arg)
 	setenv("NANOCLOCK_UNIX_REFRESH_MS", "50", 1);
 	nc_init();
 	if (!on_tsc()) {
-		fprintf(stderr, "case: the counter is %s, not the TSC a VMClock page states: not run\n",
-			nc_counter_name());
-		_exit(CHILD_SKIP);
+		CHILD_SKIP_BECAUSE("machine", "the counter is %s, not the TSC a VMClock page states",
+				   nc_counter_name());
 	}
 	struct vmpage g = vm_good(7000000);
 	vm_make(&g);
@@ -1144,7 +1144,8 @@ static void case_vmclock_moves(const char *arg)
 	setenv("NANOCLOCK_UNIX_REFRESH_MS", "20", 1);
 	nc_init();
 	if (!on_tsc())
-		_exit(CHILD_SKIP);
+		CHILD_SKIP_BECAUSE("machine", "the counter is %s, not the TSC a VMClock page states",
+				   nc_counter_name());
 	static struct vmpage g;
 	g = vm_good(7000000);
 	vm_make(&g);
@@ -1212,7 +1213,8 @@ static void case_vmclock_bad(const char *arg)
 	vm_env();
 	nc_init();
 	if (!on_tsc())
-		_exit(CHILD_SKIP);
+		CHILD_SKIP_BECAUSE("machine", "the counter is %s, not the TSC a VMClock page states",
+				   nc_counter_name());
 	struct vmpage g = vm_good(7000000);
 	static const char *const want[] = {"mid-update", "counter id", "time type", "status",
 					   "no maximum error", "not a VMClock page"};
@@ -1258,7 +1260,8 @@ static void case_step(const char *arg)
 	nc_init();
 	if (vm) {
 		if (!on_tsc())
-			_exit(CHILD_SKIP);
+			CHILD_SKIP_BECAUSE("machine", "the counter is %s, not the TSC a VMClock page "
+					   "states", nc_counter_name());
 		struct vmpage g = vm_good(0); /* its UTC: the real CLOCK_REALTIME */
 		g.maxerr_ns = 100000;
 		vm_make(&g);
@@ -1345,8 +1348,8 @@ static void case_real_chronyd(const char *arg)
 {
 	(void)arg;
 	if (!chronyd_path()) {
-		fprintf(stderr, "case: no chronyd (Debian: chrony): not run\n");
-		_exit(CHILD_SKIP);
+		CHILD_SKIP_BECAUSE("machine", "no chronyd (Debian: chrony; scripts/install-test-deps "
+					   "installs it)");
 	}
 	char dir[] = "/tmp/nc-chronyd-XXXXXX";
 	CHECK(mkdtemp(dir) != NULL);

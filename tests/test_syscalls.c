@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/* What a read may do (man 3, "Reads never wait"): after the first call
+ * the reads, conversions and trace appends call nothing but the counter
+ * instruction, clock_gettime(2), adjtimex(2) and sysconf(3) (which makes
+ * no system call for what the library asks), and never allocate.
+ *
+ * A child initialises, warms every read up, then installs a seccomp
+ * filter that traps every system call but those (and exit), and runs
+ * every read and conversion for 0.3 s with a 1 ms refresh period, so
+ * that the reads themselves refresh the timelines hundreds of times.  A
+ * trapped call is reported by number (its SIGSYS handler writes it to a
+ * shared page and exits).  malloc and its kin are this program's own,
+ * counting: no call may come from the reads.  A case with a ClockBound
+ * segment as the UTC source shows what its refresh adds (pread64 of the
+ * segment, once per period, in the reader that refreshes). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "nanoclock.h"
+#include "nanoclock_trace.h"
+#include "child.h"
+#include "skip.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- an allocator that counts (a bump arena: free does nothing) ---- */
+static unsigned char arena[64 << 20] __attribute__((aligned(64)));
+static size_t used;
+static volatile long allocs;
+
+/* (not named malloc inside calloc: the compiler would make malloc +
+ * memset a call of calloc, itself) */
+static void *bump(size_t n)
+{
+	size_t a = (n + 63) & ~(size_t)63;
+	size_t at = __atomic_fetch_add(&used, a + 64, __ATOMIC_RELAXED);
+	if (at + a + 64 > sizeof(arena))
+		return NULL;
+	memcpy(arena + at, &n, sizeof(n)); /* the size, for realloc */
+	return arena + at + 64;
+}
+void *malloc(size_t n)
+{
+	allocs++;
+	return bump(n);
+}
+void free(void *p) { (void)p; }
+void *calloc(size_t k, size_t n)
+{
+	if (n && k > SIZE_MAX / n)
+		return NULL;
+	allocs++;
+	return bump(k * n); /* the arena is zero and never reused */
+}
+void *realloc(void *p, size_t n)
+{
+	void *q = malloc(n);
+	if (p && q) {
+		size_t old;
+		memcpy(&old, (unsigned char *)p - 64, sizeof(old));
+		memcpy(q, p, old < n ? old : n);
+	}
+	return q;
+}
+int posix_memalign(void **out, size_t al, size_t n)
+{
+	if (al > 64)
+		return EINVAL;
+	*out = malloc(n);
+	return *out ? 0 : ENOMEM;
+}
+void *aligned_alloc(size_t al, size_t n)
+{
+	return al <= 64 ? malloc(n) : NULL;
+}
+
+/* ---- the filter ---- */
+struct report {
+	int trapped, nr;
+	long allocs;
+	int done;
+};
+static struct report *rep;
+
+static void on_sigsys(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	rep->trapped = 1;
+	rep->nr = si->si_syscall;
+	syscall(SYS_exit_group, 3); /* allowed */
+}
+
+#define ALLOW(n) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+
+static void install(int extra)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		ALLOW(SYS_clock_gettime),
+#ifdef SYS_clock_gettime64
+		ALLOW(SYS_clock_gettime64),
+#endif
+#ifdef SYS_gettimeofday
+		ALLOW(SYS_gettimeofday),
+#endif
+		ALLOW(SYS_adjtimex),
+		ALLOW(SYS_clock_adjtime),
+#ifdef SYS_clock_adjtime64
+		ALLOW(SYS_clock_adjtime64),
+#endif
+		ALLOW(SYS_getpid), /* the lock's owner, the upkeep thread's process */
+		ALLOW(SYS_exit_group),
+		ALLOW(SYS_exit),
+		ALLOW(SYS_rt_sigreturn),
+		ALLOW(extra >= 0 ? extra : SYS_exit),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+	};
+	struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigsys;
+	sa.sa_flags = SA_SIGINFO;
+	CHECK(sigaction(SIGSYS, &sa, NULL) == 0);
+	CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0);
+}
+
+/* every read and conversion, once */
+static uint64_t all_reads(struct nc_trace_buf *b, const nc_conv_t *c)
+{
+	uint64_t s = nc_ticks() + nc_ticks_begin() + nc_ticks_end() + nc_now_ns();
+	s += (uint64_t)nc_unix_ns();
+	uint64_t t = nc_ticks();
+	s += nc_ticks_to_ns(t) + nc_ns_to_ticks(12345) + (uint64_t)nc_ticks_to_unix_ns(t);
+	s += nc_conv_ticks_to_ns(c, t) + nc_conv_ns_to_ticks(c, 1000);
+	struct nc_utc u;
+	s += (uint64_t)nc_utc_now(&u);
+	if (b)
+		nc_trace_instant(b, 1, s);
+	return s;
+}
+
+/* the filtered run, in a process of its own */
+static void filtered_run(int extra, int want)
+{
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", "1", 1);
+	CHECK(nc_init() == 0);
+	struct nc_trace *tr = NULL;
+	struct nc_trace_buf *b = NULL;
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/nc-sys-trace-%d", (int)getpid());
+	unlink(path);
+	CHECK(nc_trace_open(&tr, path, NULL) == 0);
+	unlink(path); /* (the session keeps its descriptor) */
+	CHECK(nc_trace_thread_start(tr, "reader", &b) == 0);
+	nc_conv_t c;
+	nc_get_conv(&c);
+	(void)all_reads(b, &c); /* the first calls */
+	struct nc_utc u;
+	CHECK(nc_utc_now(&u) == want);
+	long a0 = allocs;
+	install(extra);
+	uint64_t s = 0, n = 0;
+	for (uint64_t end = nc_now_ns() + 300000000; nc_now_ns() < end; n++)
+		s += all_reads(n % 64 == 0 ? b : NULL, &c);
+	rep->allocs = allocs - a0;
+	rep->done = (int)(n > 1000);
+	(void)s;
+	syscall(SYS_exit_group, 0);
+}
+
+static void reads_case(const char *arg)
+{
+	const char *emu = getenv("NC_TEST_RUN");
+	if (emu && emu[0])
+		CHILD_SKIP_BECAUSE("emulator", "qemu-user's own system calls pass the filter too");
+	if (getenv("NC_TEST_VALGRIND"))
+		CHILD_SKIP_BECAUSE("valgrind", "valgrind's own system calls pass the filter too");
+	rep = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(rep != MAP_FAILED);
+	int extra = -1, want = NC_UTC_UNKNOWN;
+	char seg[64] = "";
+	if (strcmp(arg, "clockbound") == 0) {
+		/* a ClockBound segment (its PROTOCOL.md, version 2): 1 ms */
+		snprintf(seg, sizeof(seg), "/tmp/nc-sys-cb-%d", (int)getpid());
+		unlink(seg);
+		unsigned char p[80] = {0};
+		uint32_t magic[2] = {0x414d5a4eu, 0x43420200u}, size = 80, drift = 15000;
+		uint16_t ver = 2, gen = 2;
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+		int64_t t[4] = {now.tv_sec, now.tv_nsec, now.tv_sec + 3600, now.tv_nsec}, bound = 1000000;
+		int32_t st = 1;
+		memcpy(p, magic, 8);
+		memcpy(p + 8, &size, 4);
+		memcpy(p + 12, &ver, 2);
+		memcpy(p + 14, &gen, 2);
+		memcpy(p + 16, t, 32);
+		memcpy(p + 48, &bound, 8);
+		memcpy(p + 64, &drift, 4);
+		memcpy(p + 68, &st, 4);
+		int fd = open(seg, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		CHECK(fd >= 0 && write(fd, p, sizeof(p)) == (ssize_t)sizeof(p) && close(fd) == 0);
+		char v[96];
+		snprintf(v, sizeof(v), "clockbound:%s", seg);
+		setenv("NANOCLOCK_UTC_SOURCE", v, 1);
+		extra = SYS_pread64;
+		want = NC_UTC_SYNCHRONISED;
+	} else {
+		setenv("NANOCLOCK_UTC_SOURCE", "off", 1);
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0)
+		filtered_run(extra, want);
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid);
+	if (seg[0])
+		unlink(seg);
+	if (rep->trapped)
+		fprintf(stderr, "case: a read made system call %d, not one the manual lists\n", rep->nr);
+	CHECK(!rep->trapped);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fprintf(stderr, "case: the filtered run ended with status 0x%x\n", st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	fprintf(stderr, "case: %s: 0.3 s of every read, conversion and trace append, refreshing "
+			"every 1 ms: no other system call, %ld allocations\n",
+		arg, rep->allocs);
+	CHECK(rep->done && rep->allocs == 0);
+}
+
+static const struct child_case cases[] = {
+	{"reads_only_listed_calls", reads_case, "plain", NULL, NULL},
+	{"reads_with_clockbound_source", reads_case, "clockbound", NULL, NULL},
+};
+#define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
+
+int main(int argc, char **argv)
+{
+	int rc = child_main(argc, argv, cases, NCASES);
+	if (rc >= 0)
+		return rc;
+	struct CMUnitTest tests[NCASES];
+	child_tests(tests, cases, NCASES);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -17,6 +17,8 @@
 #include <cmocka.h>
 
 #include "internal.h"
+#include "nanoclock_shared.h"
+#include "nanoclock_trace.h"
 #include "child.h"
 #include "skip.h"
 
@@ -121,6 +123,98 @@ static void whole_api(void)
 	(void)nc_sync_check(NULL, NULL);
 	for (int v = -1; v <= 3; v++)
 		acc += strlen(nc_sync_verdict_name(v));
+	(void)nc_set_log(NULL, NULL, NC_LOG_WARN);
+	(void)nc_set_log(NULL, NULL, 99);
+	(void)nc_unix_retie();
+	/* the shared record */
+	char why[256], path[80];
+	struct nc_shared_status sh;
+	(void)nc_get_shared_status(&sh);
+	(void)nc_get_shared_status(NULL);
+	(void)nc_shared_publish("relative/record", -1, 0, 0, why, sizeof(why));
+	snprintf(path, sizeof(path), "/tmp/nc-hygiene-rec-%d", (int)getpid());
+	(void)nc_shared_publish(path, -1, 0, 0, why, sizeof(why));
+	(void)nc_shared_publish(path, 0, 100, 2, NULL, 0);
+	unlink(path);
+	/* UTC */
+	struct nc_utc u1, u2;
+	(void)nc_utc_start();
+	(void)nc_utc_now(&u1);
+	(void)nc_utc_now(&u2);
+	acc += (uint64_t)(nc_utc_order(&u1, &u2) + 1);
+	(void)nc_utc_wait_past(0, 0.001);
+	(void)nc_utc_wait_past(INT64_MAX, 0.001);
+	(void)nc_utc_wait_past(0, NAN);
+	struct nc_utc_status us;
+	(void)nc_get_utc_status(&us);
+	for (int v = -1; v <= 5; v++)
+		acc += strlen(nc_utc_status_name(v)) + strlen(nc_utc_source_name(v));
+	(void)nc_utc_publish_clockbound("relative", why, sizeof(why));
+	(void)nc_utc_publish_clockbound(NULL, NULL, 0);
+	snprintf(path, sizeof(path), "/tmp/nc-hygiene-cb-%d", (int)getpid());
+	(void)nc_utc_publish_clockbound(path, why, sizeof(why));
+	unlink(path);
+	/* a trace written and read back, and bad arguments */
+	for (int e = -20; e <= 2; e++)
+		acc += strlen(nc_trace_strerror(e));
+	struct nc_trace_config cfg;
+	nc_trace_default_config(&cfg);
+	struct nc_trace *t = NULL;
+	(void)nc_trace_open(&t, NULL, &cfg);
+	(void)nc_trace_open(NULL, "/tmp/x", &cfg);
+	cfg.block_bytes = 3;
+	(void)nc_trace_open(&t, "/tmp/nc-hygiene-never", &cfg);
+	nc_trace_default_config(&cfg);
+	snprintf(path, sizeof(path), "/tmp/nc-hygiene-trace-%d", (int)getpid());
+	unlink(path);
+	if (nc_trace_open(&t, path, &cfg) == 0) {
+		struct nc_trace_buf *b;
+		(void)nc_trace_name(t, 1, "one");
+		(void)nc_trace_name(t, 70000, "too big");
+		if (nc_trace_thread_start(t, "hygiene", &b) == 0) {
+			nc_trace_instant(b, 1, 1);
+			nc_trace_begin(b, 1, 2);
+			nc_trace_end(b, 1, 3);
+			nc_trace_counter(b, 2, 4);
+			nc_trace_event(b, NC_TRACE_INSTANT, 3, 5);
+			nc_trace_event_at(b, nc_ticks(), NC_TRACE_INSTANT, 4, 6);
+			struct nc_trace_counts cn;
+			nc_trace_get_counts(b, &cn);
+			acc += nc_trace_global_seq_next();
+			(void)nc_trace_flush(t);
+			nc_trace_thread_end(b);
+		}
+		(void)nc_trace_close(t);
+		struct nc_trace_reader *rd;
+		if (nc_trace_read_file(&rd, path, why, sizeof(why)) == 0) {
+			struct nc_trace_info ti0;
+			nc_trace_read_info(rd, &ti0);
+			struct nc_trace_thread_info ti;
+			(void)nc_trace_read_thread(rd, 0, &ti);
+			(void)nc_trace_read_thread(rd, 99, &ti);
+			(void)nc_trace_read_name(rd, 1);
+			(void)nc_trace_read_name(rd, 99999);
+			uint64_t used;
+			(void)nc_trace_read_complete(rd, &used, why, sizeof(why));
+			struct nc_trace_merge *m;
+			if (nc_trace_merge_open(&m, &rd, 1) == 0) {
+				struct nc_trace_rec ev;
+				struct nc_utc u;
+				while (nc_trace_merge_next(m, &ev))
+					(void)nc_trace_read_utc(rd, ev.ticks, &u);
+				(void)nc_trace_merge_error(m);
+				nc_trace_merge_close(m);
+			}
+			nc_trace_read_close(rd);
+		}
+	}
+	unlink(path);
+	struct nc_trace_reader *g;
+	static const unsigned char garbage[64] = "NCTRACE\x1a garbage";
+	if (nc_trace_read_mem(&g, garbage, sizeof(garbage), why, sizeof(why)) == 0)
+		nc_trace_read_close(g);
+	(void)nc_trace_read_file(&g, "/nonexistent/trace", why, sizeof(why));
+	(void)nc_trace_read_file(&g, "/dev/null", why, sizeof(why));
 	if (acc == 42)
 		(void)nc_now_ns();
 }

@@ -333,6 +333,66 @@ static void gtod_case(void)
 	CHECK(fabs(o) < 50e3);
 }
 
+/* ---- a real clock_settime, followed by the upkeep thread ---- */
+/* The refresh period is a minute, so no read re-ties: only the upkeep
+ * thread's timerfd (TFD_TIMER_CANCEL_ON_SET) sees the set.  Each of 6 sets
+ * (+2 s, -2 s, ...) is followed when nc_unix_ns() is back within its
+ * stated tie error (nc_get_unix_status) of CLOCK_REALTIME; the time from
+ * clock_settime's return to that is the latency.  Stated (man 3): within
+ * microseconds when the upkeep thread's CPU is free, and on a busy one
+ * as soon as the scheduler runs it. */
+static void settime_case(void)
+{
+	struct timespec probe;
+	clock_gettime(CLOCK_REALTIME, &probe);
+	if (clock_settime(CLOCK_REALTIME, &probe) != 0)
+		CHILD_SKIP_BECAUSE("root", "setting the clock needs CAP_SYS_TIME");
+	CHECK(nc_init() == 0);
+	CHECK(nc_upkeep_start() == 0);
+	struct nc_info in;
+	nc_get_info(&in);
+	if (in.upkeep_note[0]) {
+		fprintf(stderr, "case: the upkeep thread runs without a timerfd here: %s\n", in.upkeep_note);
+		_exit(1);
+	}
+	(void)nc_unix_ns();
+	struct timespec d = {0, 100000000};
+	nanosleep(&d, NULL);
+	double best = INFINITY, worst = 0;
+	for (int k = 0; k < 6; k++) {
+		set_relative(k % 2 ? -2000000000LL : 2000000000LL);
+		int64_t t0 = clk(CLOCK_MONOTONIC), t1 = 0;
+		while (clk(CLOCK_MONOTONIC) - t0 < 2000000000) {
+			int64_t a = clk(CLOCK_REALTIME);
+			int64_t u = nc_unix_ns();
+			int64_t b = clk(CLOCK_REALTIME);
+			struct nc_unix_status st;
+			nc_get_unix_status(&st);
+			if (u >= a - st.tie_error_ns - 1 && u <= b + st.tie_error_ns + 1) {
+				t1 = clk(CLOCK_MONOTONIC);
+				break;
+			}
+		}
+		CHECK(t1 != 0); /* followed within 2 s, or never */
+		double us = (double)(t1 - t0) / 1e3;
+		if (us < best)
+			best = us;
+		if (us > worst)
+			worst = us;
+		nanosleep(&d, NULL);
+	}
+	fprintf(stderr, "  6 real sets of the clock (+-2 s) followed by the upkeep thread in %.1f to "
+		"%.1f us (from clock_settime's return to nc_unix_ns within its tie error)\n",
+		best, worst);
+	CHECK(best < 1000);
+}
+
+static void test_upkeep_follows_settime(void **state)
+{
+	(void)state;
+	assert_int_equal(in_child(settime_case, "NANOCLOCK_UNIX_REFRESH_MS", "60000", NULL, NULL), 0);
+}
+
 static void test_gettimeofday_steps(void **state)
 {
 	(void)state;
@@ -353,6 +413,7 @@ int main(void)
 		cmocka_unit_test(test_stated_rate),
 		cmocka_unit_test(test_forced_rate),
 		cmocka_unit_test(test_gettimeofday_steps),
+		cmocka_unit_test(test_upkeep_follows_settime),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -83,8 +83,17 @@ static int calibrate_counter(struct nc__calib *cal)
 			return 1;
 		struct nc__calib_io io = {(void *)c, nc__counter_io_read, nc__ref_io_raw};
 		int rc = nc__calibrate_until(&io, &g, cal);
-		if (rc == 0)
+		if (rc == 0) {
+			nc__log(NC_LOG_DEBUG,
+				"calibration: +-%.3f ppm; slope's standard error %.4f ppm (scatter, "
+				"sigma %.2f ns), %.4f ppm (%d bins); width drift %.4f + %.4f ppm",
+				cal->ppm, cal->se_fit_ppm, cal->sigma_ns, cal->se_bins_ppm, cal->bins,
+				cal->drift_ppm, cal->drift_hidden_ppm);
+			nc__log(NC_LOG_DEBUG,
+				"calibration: %u of %u brackets over %.3f ms, %.3f ms active",
+				cal->n_used, cal->n_total, cal->window_ns / 1e6, cal->active_ns / 1e6);
 			return 0;
+		}
 		char why[96];
 		nc__fmt(why, sizeof(why), "calibration failed: %s", nc_strerror(rc));
 		nc__counter_next(why);

@@ -30,23 +30,27 @@
  *     6.25% more) the fit is evaluated; the first calibration stops at the
  *     second checkpoint in a row whose stated uncertainty meets its target
  *     (1 ppm by default), or at its cap (in reference time: a start stays
- *     bounded).  The statement is an estimate (batches of 6-14 degrees of
+ *     bounded).  The statement is an estimate (batches of 14-30 degrees of
  *     freedom) and the first one under the target is more often one that
  *     came out low: stopping there (checkpoints 25% apart), 3 of 1600
  *     rates of 20 processes at once on 2 busy CPUs were outside it, 1.25
  *     times at worst (tests/test_contention.c, ten runs); two in a row,
  *     4 of 12640 (1.12), and quiet starts no slower (figures: README).
- *     Each checkpoint has 8 to 16 bins;
+ *     Each checkpoint has 16 to 32 bins;
  *  3. the slope b is ns per tick, hz = 1e9 / b.  Its standard error is
  *     sigma / sqrt(Sxx), sigma being the residual scatter, if the scatter
  *     is independent from bracket to bracket.  It often is not (a timer
  *     catching up, an emulator, a core changing speed), so the same error
- *     is also estimated from the means of 8 batches of the window, which
+ *     is also estimated from the means of 16-32 batches of the window, which
  *     keep slow wander at full size, and the larger estimate is used
  *     (this covers wander with periods up to the window's length; slower
  *     wander is, over the window, a rate change no fit can tell from the
  *     counter's own, and the longer baselines later average it out).  The
- *     stated uncertainty is 4 such standard errors (the reference's 1 ns
+ *     stated uncertainty is 4 standard errors from the scatter, or from
+ *     the bins the t distribution's 4-sigma point for their degrees of
+ *     freedom (5.62 at 16 bins, 4.65 at 32: their scatter is itself an
+ *     estimate; taken as exact, 11 of 2080 contended rates fell outside,
+ *     1.64 times at worst), whichever is larger (the reference's 1 ns
  *     quantum puts a floor under sigma), plus a systematic term: half the
  *     change of the mean bracket width between the first and last quarter
  *     of the window, over the distance between them (if brackets narrow as
@@ -54,7 +58,9 @@
  *     beyond 4 of its standard errors in full, the rest in quadrature.
  *     The worst-case bound from bracket widths alone (each end anywhere
  *     in its bracket) is also reported: it is what a single pair of
- *     brackets could guarantee, and shrinks as 1/window.
+ *     brackets could guarantee, and shrinks as 1/window; where it is the
+ *     narrower (a window mostly of gaps), the two ends' rate is taken with
+ *     it.
  *
  * Later, nc__calib_extend() measures the rate over a much longer baseline:
  * from the fitted line's centroid (error ~ sigma/sqrt(n)) to one new
@@ -90,10 +96,29 @@ void nc__take_bracket(const struct nc__calib_io *io, int tries, struct nc__brack
  * that does not advance cannot hang us (about 0.1-0.5 s of work). */
 #define MAX_BRACKETS 4000000L
 /* Batches: the window is cut into bins of equal reference time; at each
- * checkpoint there are 8 of them (up to 16 between checkpoints: when the
- * 17th would start, neighbours merge and bins double in width). */
-#define MAX_BINS 16
+ * checkpoint there are 16 of them (up to 32 between checkpoints: when the
+ * 33rd would start, neighbours merge and bins double in width). */
+#define MAX_BINS 32
 #define FIRST_CHECKPOINT_NS 125000.0
+
+/* The two-sided 4-sigma point of Student's t with nu degrees of freedom
+ * (the tail a normal variable has beyond 4 sigma, 6.3e-5): what "4
+ * standard errors" must be when the standard error is itself estimated
+ * from a few batch means.  Rounded up; past the table, the Cornish-Fisher
+ * expansion, within 0.01 of the true point there. */
+static double t_4sigma(int nu)
+{
+	static const double t[31] = {0,      10051.0, 125.65, 32.62, 17.45, 12.29, 9.85,  8.47,
+				     7.60,   7.00,    6.57,   6.25,  5.99,  5.79,  5.62,  5.48,
+				     5.37,   5.27,    5.18,   5.11,  5.04,  4.98,  4.93,  4.88,
+				     4.84,   4.80,    4.76,   4.73,  4.70,  4.67,  4.65};
+	if (nu < 1)
+		return INFINITY;
+	if (nu <= 30)
+		return t[nu];
+	double n = nu;
+	return 4 + 68 / (4 * n) + (5 * 1024 + 16 * 64 + 12) / (96 * n * n) + 0.01;
+}
 
 /* The streaming least-squares fit r = a + b*mid and the batch bins. */
 struct fit {
@@ -111,7 +136,7 @@ struct fit {
 	double gap_x, gap_y;   /* ticks and ns taken out so far */
 	double mxa, cxxa;
 	uint32_t n, total;
-	double first_y, last_y, last_x;
+	double first_x, first_y, last_y, last_x;
 	uint64_t first_w, last_w;
 	double bin_ns;
 	int nbins;
@@ -132,7 +157,7 @@ static int warm_up(const struct nc__calib_io *io, struct fit *f)
 	f->accept = 2 * b.width + 1;
 	f->x0 = b.mid;
 	f->r0 = b.ref;
-	f->bin_ns = FIRST_CHECKPOINT_NS / 8;
+	f->bin_ns = FIRST_CHECKPOINT_NS / (MAX_BINS / 2);
 	return 0;
 }
 
@@ -171,6 +196,7 @@ static int fit_add(struct fit *f, uint64_t t1, int64_t r, uint64_t t2)
 	double x = (double)(t1 - f->x0) + 0.5 * (double)w;
 	double y = (double)(r - f->r0);
 	if (f->n == 0) {
+		f->first_x = x;
 		f->first_y = y;
 		f->first_w = w;
 	} else if (y - f->last_y > GAP_NS) {
@@ -251,8 +277,16 @@ static int fit_result(const struct fit *f, struct nc__calib *out)
 		used++;
 	}
 	double se_b = used > 2 && bxx > 0 ? sqrt(bss / (used - 2) / bxx) : se;
-	if (se_b > se)
-		se = se_b;
+	out->se_fit_ppm = 1e6 * se / slope;
+	out->se_bins_ppm = 1e6 * se_b / slope;
+	out->bins = used;
+	/* 4 standard errors where the error comes from thousands of brackets;
+	 * from the bins' few means, the t distribution's 4-sigma point: their
+	 * scatter is itself a rough estimate, and taken as exact, 1 rate in
+	 * 100-200 of 20 processes at once on 2 busy CPUs lay outside its
+	 * statement, 1.64 times it at worst (issue 26) */
+	double k4 = used > 2 && bxx > 0 ? t_4sigma(used - 2) : 4;
+	double stat_ns = 4 * se > k4 * se_b ? 4 * se : k4 * se_b;
 	/* likewise the line's height at the centroid, the long baselines' anchor */
 	double sd_a = sigma / sqrt((double)n);
 	double sd_ab = used > 2 ? sqrt(bss / (used - 2) / nsum) : sd_a;
@@ -295,11 +329,27 @@ static int fit_result(const struct fit *f, struct nc__calib *out)
 		drift = (dw > noise ? dw - noise : 0) / 2 / dist;
 		drift_hidden = (dw < noise ? dw : noise) / 2 / dist;
 	}
-	double stat = 4 * se / slope;
+	double stat = stat_ns / slope;
 	out->ppm = 1e6 * (sqrt(stat * stat + drift_hidden * drift_hidden) + drift);
 	double span_y = f->last_y - f->first_y;
 	out->worst_ppm = 1e6 * (((double)f->first_w + (double)f->last_w) * 0.5 * slope + 2) / span_y;
+	/* A window mostly of gaps (a process starved at the cap) has few bins
+	 * and a wide statistical statement, but its two ends are far apart:
+	 * the rate between the first and last brackets is then known better,
+	 * and for certain (each reference read lies inside its bracket, 1 ns
+	 * quantum at each end), than the fit's.  Taken where it is the
+	 * narrower statement. */
+	if (out->worst_ppm < out->ppm && f->last_x > f->first_x) {
+		double hz_ends = 1e9 * (f->last_x - f->first_x) / span_y;
+		if (hz_ends > 0 && isfinite(hz_ends)) {
+			out->hz = hz_ends;
+			out->ppm = out->worst_ppm;
+		}
+	}
 	out->sigma_ns = sigma;
+	out->drift_ppm = 1e6 * drift;
+	out->drift_hidden_ppm = 1e6 * drift_hidden;
+	out->active_ns = span_y - f->gap_y;
 	out->min_width = f->w0;
 	out->accept_width = f->accept;
 	out->n_used = n;

@@ -52,6 +52,11 @@ struct nc__calib {
 	uint64_t anchor_tick;
 	int64_t anchor_ns;
 	int64_t window_ns;    /* reference time the fit spans */
+	/* how the statement was made (debug log): the slope's standard error
+	 * from the scatter and from the bins (ppm), the width-drift terms
+	 * (ppm), bins used, active time (gaps cut, ns) */
+	double se_fit_ppm, se_bins_ppm, drift_ppm, drift_hidden_ppm, active_ns;
+	int bins;
 };
 /* One bracket: counter, reference, counter.  mid is the counter value at
  * the middle of the bracket, width its width, both in ticks (UINT64_MAX:

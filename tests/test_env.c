@@ -164,10 +164,12 @@ static void child_calib_good(const char *value)
 /* nc_set_calibration_target takes effect: a goal no 2 ms can meet
  * (0.001 ppm) with a 2 ms cap stops at the cap, not at the default 20 ms;
  * a loose goal (500 ppm) is met.  Each in fresh processes calibrating on
- * their own; a process preempted past the cap may overrun it, so the cap
- * is judged over up to 5 of them: one within 2 ms + 0.5 ms (a bracket
- * and the stop's own check) shows it, 5 overruns fail (20 ms, the default,
- * would show in all of them). */
+ * their own; a process preempted past the cap may overrun it by the time
+ * it was off its CPU, so the cap is judged over up to 20 of them: one
+ * within 2 ms + 0.5 ms (a bracket and the stop's own check) shows it, 20
+ * overruns fail (20 ms, the default, would show in all of them).  On a
+ * machine busy with a build on both CPUs, 5 tries in a row all overran
+ * (4.6-5.2 ms, a CI run on 2026-11-27): more tries, not a wider mark. */
 static double one_target(double ppm, double max_ms, double *got_ppm)
 {
 	int fd[2];
@@ -209,7 +211,7 @@ static void child_calib_target_api(const char *arg)
 {
 	(void)arg;
 	double ppm, best = INFINITY;
-	for (int i = 0; i < 5 && best > 2.5; i++) {
+	for (int i = 0; i < 20 && best > 2.5; i++) {
 		double w = one_target(0.001, 2, &ppm);
 		fprintf(stderr, "case: goal 0.001 ppm, cap 2 ms: window %.3f ms, +-%.3g ppm\n", w, ppm);
 		if (w < best)

@@ -67,8 +67,10 @@ static void case_adjtimex_writers(const char *arg)
 	CHECK(f.status == NC_UTC_UNKNOWN && strstr(f.why, "someone unknown"));
 	nc__utc_adjtimex_decode(&ntpd, NC_KW_CHRONYD, &f);
 	CHECK(f.status == NC_UTC_UNKNOWN && strstr(f.why, "slews itself"));
+	nc__utc_adjtimex_decode(&ntpd, NC_KW_SEVERAL, &f);
+	CHECK(f.status == NC_UTC_UNKNOWN && strstr(f.why, "more than one kind"));
 	/* the pattern: no bound, whoever is said to have written it */
-	for (int w = NC_KW_UNKNOWN; w <= NC_KW_TRUSTED; w++) {
+	for (int w = NC_KW_UNKNOWN; w <= NC_KW_SEVERAL; w++) {
 		nc__utc_adjtimex_decode(&ts, (enum nc__kwriter)w, &f);
 		fprintf(stderr, "case: timesyncd's pattern, writer %d: %s\n", w, f.why);
 		CHECK(f.status == NC_UTC_UNKNOWN);
@@ -76,7 +78,7 @@ static void case_adjtimex_writers(const char *arg)
 	/* and as the kernel grows maxerror (500 us a second), never a bound
 	 * below the offset still to slew, for any state it passes through */
 	for (long me = 0; me <= 20000; me += 250) {
-		for (int w = NC_KW_UNKNOWN; w <= NC_KW_TRUSTED; w++) {
+		for (int w = NC_KW_UNKNOWN; w <= NC_KW_SEVERAL; w++) {
 			ts.maxerror_us = me;
 			ts.esterror_us = me % 500 == 0 ? 0 : me / 1000;
 			nc__utc_adjtimex_decode(&ts, (enum nc__kwriter)w, &f);
@@ -87,6 +89,70 @@ static void case_adjtimex_writers(const char *arg)
 	CHECK(f.status == NC_UTC_UNKNOWN && strstr(f.why, "STA_UNSYNC"));
 	nc__utc_adjtimex_decode(&adjt, NC_KW_TRUSTED, &f);
 	CHECK(f.status == NC_UTC_SYNCHRONISED && f.bound_ns == 1000e3 + 2e6);
+}
+
+/* ---- who wrote adjtimex: a /proc of the test's own ---- */
+static char proc_dir[64];
+static void fake_proc(int pid, const char *comm, const char *capeff)
+{
+	char p[160];
+	snprintf(p, sizeof(p), "%s/%d", proc_dir, pid);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/%d/comm", proc_dir, pid);
+	FILE *f = fopen(p, "w");
+	if (f) {
+		fprintf(f, "%s\n", comm);
+		fclose(f);
+	}
+	snprintf(p, sizeof(p), "%s/%d/status", proc_dir, pid);
+	f = fopen(p, "w");
+	if (f) {
+		fprintf(f, "Name:\t%s\nUmask:\t0022\nState:\tS (sleeping)\nCapInh:\t0000000000000000\n"
+			   "CapPrm:\t%s\nCapEff:\t%s\nCapBnd:\t000001ffffffffff\n",
+			comm, capeff, capeff);
+		fclose(f);
+	}
+}
+static void case_adjtimex_find_writer(const char *arg)
+{
+	(void)arg;
+	snprintf(proc_dir, sizeof(proc_dir), "/tmp/nc-proc-XXXXXX");
+	CHECK(mkdtemp(proc_dir) != NULL);
+	const char *sys_time = "0000000002000000", *none = "0000000000000000",
+		   *root = "000001ffffffffff";
+	/* nothing known runs */
+	fake_proc(1, "init", root);
+	fake_proc(77, "bash", none);
+	CHECK(nc__utc_find_writer(proc_dir) == NC_KW_UNKNOWN);
+	/* a program merely named ntpd, without CAP_SYS_TIME, vouches for nothing */
+	fake_proc(300, "ntpd", none);
+	CHECK(nc__utc_find_writer(proc_dir) == NC_KW_UNKNOWN);
+	/* the real one (Debian's ntpd runs as user ntp, CAP_SYS_TIME kept) */
+	fake_proc(301, "ntpd", sys_time);
+	CHECK(nc__utc_find_writer(proc_dir) == NC_KW_NTPD);
+	/* timesyncd beside it: which one wrote the kernel's state is unknown */
+	fake_proc(302, "systemd-timesyn", sys_time);
+	CHECK(nc__utc_find_writer(proc_dir) == NC_KW_SEVERAL);
+	/* a comm that is a symbolic link is not followed */
+	char p[160], q[160];
+	snprintf(p, sizeof(p), "%s/302/comm", proc_dir);
+	unlink(p);
+	snprintf(q, sizeof(q), "%s/301/comm", proc_dir);
+	CHECK(symlink(q, p) == 0);
+	CHECK(nc__utc_find_writer(proc_dir) == NC_KW_NTPD);
+	/* chronyd alone, as root */
+	snprintf(p, sizeof(p), "rm -rf %s/30[0-2]", proc_dir);
+	CHECK(system(p) == 0);
+	fake_proc(400, "chronyd", root);
+	CHECK(nc__utc_find_writer(proc_dir) == NC_KW_CHRONYD);
+	/* a directory that is not there: nobody known */
+	CHECK(nc__utc_find_writer("/nonexistent/proc") == NC_KW_UNKNOWN);
+	snprintf(p, sizeof(p), "rm -rf %s", proc_dir);
+	CHECK(system(p) == 0);
+	/* and the real /proc answers without failing (what runs here varies) */
+	enum nc__kwriter w = nc__utc_find_writer("/proc");
+	fprintf(stderr, "case: the writer among this machine's processes: %d\n", (int)w);
+	CHECK(w >= NC_KW_UNKNOWN && w <= NC_KW_SEVERAL && w != NC_KW_TRUSTED);
 }
 
 /* ---- CLOCK_REALTIME as the library reads it, steppable by the test (the
@@ -1824,6 +1890,7 @@ static const struct child_case cases[] = {
 	{"trace_intervals", case_trace_intervals, NULL, NULL, NULL},
 	{"trace_concurrent", case_trace_concurrent, NULL, NULL, NULL},
 	{"adjtimex_writers", case_adjtimex_writers, NULL, NULL, NULL},
+	{"adjtimex_find_writer", case_adjtimex_find_writer, NULL, NULL, NULL},
 	{"chrony_decode", case_chrony_decode, NULL, NULL, NULL},
 	{"fake_good", case_fake_good, NULL, NULL, NULL},
 	{"fake_silent", case_fake_silent, NULL, NULL, NULL},

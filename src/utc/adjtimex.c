@@ -15,8 +15,13 @@
  *     STA_UNSYNC cleared, and an offset of up to 0.4 s for the PLL to slew:
  *     right after a correction maxerror says 0 while milliseconds remain;
  *     not a bound;
- *   - nobody known (or STA_UNSYNC, TIME_ERROR, maxerror saturated at 16 s):
- *     nothing to trust.
+ *   - nobody known, or daemons of several kinds (or STA_UNSYNC,
+ *     TIME_ERROR, maxerror saturated at 16 s): nothing to trust.
+ * The writer is a process with one of these names that holds CAP_SYS_TIME
+ * (anyone can name a program ntpd).  It is looked for only while the
+ * kernel says synchronised (no scan of /proc in a process that starts on
+ * an unsynchronised machine), again when the state turns synchronised, and
+ * every WRITER_RESCAN_S while it stays so (daemons are replaced).
  * NANOCLOCK_UTC_SOURCE=adjtimex makes the user vouch for the writer: then
  * maxerror + |offset| (both the PLL's and adjtime()'s) is taken, never
  * less than the offset still to slew, and the timesyncd pattern (maxerror
@@ -72,6 +77,12 @@ void nc__utc_adjtimex_decode(const struct nc__kclock *k, enum nc__kwriter w, str
 			"slews itself: its command port has the bound, and did not answer",
 			k->maxerror_us);
 		return;
+	case NC_KW_SEVERAL:
+		nc__fmt(f->why, sizeof(f->why),
+			"NTP daemons of more than one kind hold CAP_SYS_TIME: which one wrote the "
+			"kernel's maximum error (%ld us) is unknown",
+			k->maxerror_us);
+		return;
 	case NC_KW_UNKNOWN:
 		nc__fmt(f->why, sizeof(f->why),
 			"no known NTP daemon runs (ntpd, chronyd): the kernel's maximum error (%ld us) "
@@ -97,43 +108,105 @@ void nc__utc_adjtimex_decode(const struct nc__kclock *k, enum nc__kwriter w, str
 }
 
 /* ---- the source ---- */
-static enum nc__kwriter writer;
-static char writer_why[96];
+/* re-scan /proc this often while the kernel says synchronised */
+#define WRITER_RESCAN_S 60
+#define CAP_SYS_TIME_BIT 25
 
-/* Which NTP daemon runs: the first of the known names among the
- * processes' comm (15 characters: "systemd-timesyn"). */
-static enum nc__kwriter find_writer(void)
+/* Guarded by nc__lib_lock (core.c opens and asks under it). */
+static struct {
+	int trusted;          /* the user vouched: no scan */
+	int known;            /* found since the kernel last said synchronised */
+	enum nc__kwriter w;
+	int64_t found_raw_ns; /* CLOCK_MONOTONIC_RAW of the last scan */
+	char why[96];
+} kw;
+
+/* The first line of proc_root/pid/name starting with key: its value. */
+static int proc_field(const char *proc_root, const char *pid, const char *name, const char *key,
+		      char *out, size_t len)
 {
-	DIR *d = opendir("/proc");
+	char path[288], buf[2048];
+	nc__fmt(path, sizeof(path), "%.200s/%.20s/%s", proc_root, pid, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	size_t k = strlen(key);
+	for (char *line = buf; line && *line;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = 0;
+		if (!strncmp(line, key, k)) {
+			nc__fmt(out, len, "%s", line + k);
+			return 0;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return -1;
+}
+
+/* CapEff (hex) includes CAP_SYS_TIME */
+static int has_sys_time(const char *proc_root, const char *pid)
+{
+	char v[64];
+	if (proc_field(proc_root, pid, "status", "CapEff:", v, sizeof(v)) != 0)
+		return 0;
+	unsigned long long caps = 0;
+	const char *p = v;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	for (; *p; p++) {
+		int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+		if (d < 0)
+			break;
+		caps = caps << 4 | (unsigned)d;
+	}
+	return (int)(caps >> CAP_SYS_TIME_BIT & 1);
+}
+
+enum nc__kwriter nc__utc_find_writer(const char *proc_root)
+{
+	DIR *d = opendir(proc_root);
 	if (!d)
 		return NC_KW_UNKNOWN;
 	enum nc__kwriter w = NC_KW_UNKNOWN;
 	struct dirent *e;
-	while (w == NC_KW_UNKNOWN && (e = readdir(d)) != NULL) {
+	while ((e = readdir(d)) != NULL) {
 		if (e->d_name[0] < '1' || e->d_name[0] > '9')
 			continue;
-		char path[64], comm[32];
-		nc__fmt(path, sizeof(path), "/proc/%.20s/comm", e->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		char comm[32];
+		/* comm is one line, 15 characters at most ("systemd-timesyn") */
+		if (proc_field(proc_root, e->d_name, "comm", "", comm, sizeof(comm)) != 0)
 			continue;
-		ssize_t n = read(fd, comm, sizeof(comm) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		comm[n] = 0;
-		char *nl = strchr(comm, '\n');
-		if (nl)
-			*nl = 0;
+		enum nc__kwriter this = NC_KW_UNKNOWN;
 		if (!strcmp(comm, "ntpd") || !strcmp(comm, "ntpsec"))
-			w = NC_KW_NTPD;
+			this = NC_KW_NTPD;
 		else if (!strcmp(comm, "chronyd"))
-			w = NC_KW_CHRONYD;
+			this = NC_KW_CHRONYD;
 		else if (!strcmp(comm, "systemd-timesyn"))
-			w = NC_KW_TIMESYNCD;
+			this = NC_KW_TIMESYNCD;
+		if (this == NC_KW_UNKNOWN || this == w || !has_sys_time(proc_root, e->d_name))
+			continue;
+		if (w != NC_KW_UNKNOWN) {
+			w = NC_KW_SEVERAL;
+			break;
+		}
+		w = this;
 	}
 	closedir(d);
 	return w;
+}
+
+static void name_writer(void)
+{
+	static const char *const names[] = {"nobody known", "ntpd", "chronyd", "systemd-timesyncd",
+					    "the user (NANOCLOCK_UTC_SOURCE=adjtimex)",
+					    "one of several NTP daemons"};
+	nc__fmt(kw.why, sizeof(kw.why), "written by %s", names[kw.w]);
 }
 
 static int kx_open(const char *arg, char *why, size_t len)
@@ -143,12 +216,37 @@ static int kx_open(const char *arg, char *why, size_t len)
 		nc__fmt(why, len, "adjtimex() is not available");
 		return -1;
 	}
+	memset(&kw, 0, sizeof(kw));
 	/* "trusted" is how core.c opens it when the user named it */
-	writer = !strcmp(arg, "trusted") ? NC_KW_TRUSTED : find_writer();
-	static const char *const names[] = {"nobody known", "ntpd", "chronyd", "systemd-timesyncd",
-					    "the user (NANOCLOCK_UTC_SOURCE=adjtimex)"};
-	nc__fmt(writer_why, sizeof(writer_why), "written by %s", names[writer]);
+	kw.trusted = !strcmp(arg, "trusted");
+	kw.w = kw.trusted ? NC_KW_TRUSTED : NC_KW_UNKNOWN;
+	kw.known = kw.trusted;
+	if (kw.trusted)
+		name_writer();
+	else
+		nc__fmt(kw.why, sizeof(kw.why), "writer not looked for: the kernel is not synchronised");
 	return 0;
+}
+
+/* The writer, looked for only while it matters (the kernel says
+ * synchronised: otherwise decode refuses whoever wrote it). */
+static void update_writer(const struct nc__kclock *k)
+{
+	if (kw.trusted)
+		return;
+	int synced = !(k->status & STA_UNSYNC) && k->state != TIME_ERROR &&
+		     k->maxerror_us >= 0 && k->maxerror_us < MAXERROR_LIMIT_US;
+	if (!synced) {
+		kw.known = 0; /* looked for again when it turns synchronised */
+		return;
+	}
+	int64_t now = nc__ref.raw();
+	if (kw.known && now - kw.found_raw_ns < (int64_t)WRITER_RESCAN_S * 1000000000)
+		return;
+	kw.w = nc__utc_find_writer("/proc");
+	kw.known = 1;
+	kw.found_raw_ns = now;
+	name_writer();
 }
 
 static int kx_ask(struct nc__utc_fix *f, double wait_ms)
@@ -162,14 +260,15 @@ static int kx_ask(struct nc__utc_fix *f, double wait_ms)
 		nc__fmt(f->why, sizeof(f->why), "adjtimex() failed");
 		return 0;
 	}
-	nc__utc_adjtimex_decode(&k, writer, f);
+	update_writer(&k);
+	nc__utc_adjtimex_decode(&k, kw.w, f);
 	f->q_tick = q;
 	f->as_of_ns = real;
 	return 1;
 }
 
 static void kx_close(void) {}
-static void kx_where(char *out, size_t len) { nc__fmt(out, len, "%s", writer_why); }
+static void kx_where(char *out, size_t len) { nc__fmt(out, len, "%s", kw.why); }
 
 const struct nc__utc_source nc__utc_adjtimex = {"adjtimex", NC_UTC_SRC_ADJTIMEX, kx_open, kx_ask,
 						kx_close, kx_where};

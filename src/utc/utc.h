@@ -94,7 +94,14 @@ enum nc__kwriter {
 	NC_KW_CHRONYD,   /* maxerror without the correction it slews itself */
 	NC_KW_TIMESYNCD, /* maxerror and esterror 0 at every correction */
 	NC_KW_TRUSTED,   /* NANOCLOCK_UTC_SOURCE=adjtimex: the user vouches */
+	NC_KW_SEVERAL,   /* daemons of more than one kind hold CAP_SYS_TIME */
 };
+/* Who can write the kernel's NTP state: the known daemons among the
+ * processes under proc_root ("/proc"; tests give a tree of their own)
+ * whose effective capabilities include CAP_SYS_TIME (one without it cannot
+ * call adjtimex to set: a program merely named ntpd vouches for nothing).
+ * Reads every PID's comm and status: run where a read never waits. */
+NC_HIDDEN enum nc__kwriter nc__utc_find_writer(const char *proc_root);
 /* Pure (tests feed it recorded adjtimex results): what adjtimex says,
  * written by w, as a fix (q_tick, as_of_ns left for the caller). */
 NC_HIDDEN void nc__utc_adjtimex_decode(const struct nc__kclock *k, enum nc__kwriter w,

@@ -707,6 +707,7 @@ struct cbseg {
 	int32_t status;
 	uint32_t size;
 	const char *magic;
+	uint8_t support; /* disruption support (version 2) */
 };
 
 static int64_t coarse_ns(void)
@@ -742,13 +743,14 @@ static void cb_encode(unsigned char *p, const struct cbseg *g)
 		memcpy(p + 56, &g->marker, 8);
 		memcpy(p + 64, &g->drift_ppb, 4);
 		memcpy(p + 68, &g->status, 4);
+		p[72] = g->support;
 	}
 }
 
 static struct cbseg cb_good(int64_t bound_ns)
 {
 	int64_t now = coarse_ns();
-	struct cbseg g = {2, 2, now, now + 60000000000, bound_ns, 0, 15000, 1, 80, NULL};
+	struct cbseg g = {2, 2, now, now + 60000000000, bound_ns, 0, 15000, 1, 80, NULL, 0};
 	return g;
 }
 
@@ -1136,6 +1138,66 @@ static void vm_write(struct vmpage *g)
 }
 
 static int on_tsc(void) { return strcmp(nc_counter_name(), "tsc") == 0; }
+
+/* ClockBound with its disruption support on: the segment's marker is the
+ * VMClock page's as clockbound-d last saw it.  A migration (the page's
+ * marker moves on) makes the very next read say disrupted (the reads
+ * watch the page's word), and the refreshes keep saying so while the
+ * segment's marker lags; clockbound-d catching up gives a bound again.
+ * arg "none": the support on and no page readable: the figures, said so. */
+static void case_clockbound_disruption(const char *arg)
+{
+	int none = !strcmp(arg, "none");
+	snprintf(vm_path, sizeof(vm_path), "/tmp/nc-vmclock-%d", (int)getpid());
+	nc__utc_clockbound_test_vmclock(none ? "/nonexistent/vmclock0" : vm_path);
+	struct cbseg g = cb_good(5000000);
+	g.marker = 42;
+	g.support = 1;
+	cb_make(&g); /* (the source named before the library starts) */
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", "20", 1);
+	static struct vmpage v;
+	if (!none) {
+		v = vm_good(0);
+		v.marker = 42;
+		vm_make(&v);
+	}
+	CHECK(nc_utc_start() == 0);
+	struct nc_utc u;
+	struct nc_utc_status s;
+	CHECK(nc_utc_now(&u) == NC_UTC_SYNCHRONISED);
+	nc_get_utc_status(&s);
+	fprintf(stderr, "case: markers agree: %s [%s]\n", s.chosen, s.source_arg);
+	if (none) {
+		CHECK(strstr(s.chosen, "no VMClock page readable") != NULL);
+		unlink(cb_path);
+		return;
+	}
+	/* the VM moves */
+	v.marker = 43;
+	vm_write(&v);
+	int st = nc_utc_now(&u);
+	CHECK(st == NC_UTC_DISRUPTED && u.earliest_ns == INT64_MIN && u.latest_ns == INT64_MAX);
+	/* refreshes (20 ms) while clockbound-d has not caught up: still */
+	for (int i = 0; i < 100; i++) {
+		CHECK(nc_utc_now(&u) == NC_UTC_DISRUPTED);
+		usleep(1000);
+	}
+	nc_get_utc_status(&s);
+	fprintf(stderr, "case: the page moved on, the segment not: %s\n", s.why);
+	CHECK(strstr(s.why, "differs from the VMClock page") != NULL);
+	/* clockbound-d catches up */
+	g.marker = 43;
+	g.as_of_ns = coarse_ns();
+	g.void_ns = g.as_of_ns + 60000000000;
+	cb_write(&g);
+	int64_t t0 = real_ns();
+	while ((st = nc_utc_now(&u)) != NC_UTC_SYNCHRONISED && real_ns() - t0 < 1000000000)
+		usleep(500);
+	fprintf(stderr, "case: bound again after %.1f ms\n", (double)(real_ns() - t0) / 1e6);
+	CHECK(st == NC_UTC_SYNCHRONISED);
+	unlink(cb_path);
+	unlink(vm_path);
+}
 
 /* a page 7 ms off CLOCK_REALTIME: every interval holds its UTC, and is no
  * wider than its bound (the line's offset from it and its maximum error)
@@ -1891,6 +1953,8 @@ static const struct child_case cases[] = {
 	{"trace_concurrent", case_trace_concurrent, NULL, NULL, NULL},
 	{"adjtimex_writers", case_adjtimex_writers, NULL, NULL, NULL},
 	{"adjtimex_find_writer", case_adjtimex_find_writer, NULL, NULL, NULL},
+	{"clockbound_disruption", case_clockbound_disruption, "", NULL, NULL},
+	{"clockbound_disruption_none", case_clockbound_disruption, "none", NULL, NULL},
 	{"chrony_decode", case_chrony_decode, NULL, NULL, NULL},
 	{"fake_good", case_fake_good, NULL, NULL, NULL},
 	{"fake_silent", case_fake_silent, NULL, NULL, NULL},

@@ -13,6 +13,12 @@
  *              68 status (i32)  72 disruption support (u8)
  *   version 1: 56 max drift (u32 ppb)  60 reserved  64 status (i32)
  * status: 0 unknown, 1 synchronised, 2 free-running, 3 disrupted.
+ * With disruption support on (version 2), the segment's marker is the
+ * VMClock page's as clockbound-d last saw it: a page whose marker differs
+ * has seen a migration the segment does not yet reflect (disrupted, as
+ * ClockBound's client says), and while they agree the reads watch the
+ * page's marker word as they do for the VMClock source, so a migration
+ * after this refresh makes every read say disrupted at once.
  *
  * A read copies the fields between two loads of the generation, which must
  * be even and unchanged (a few tries, never a wait); a segment that stays
@@ -51,6 +57,7 @@ struct cb_fields {
 	uint64_t marker;
 	uint32_t drift_ppb;
 	int32_t status;
+	uint8_t disruption_support;
 };
 
 static int64_t ts_ns(const unsigned char *p)
@@ -117,7 +124,9 @@ static int read_fields(int fd, size_t len, struct cb_fields *f, char *why, size_
 	f->void_ns = ts_ns(c + 32);
 	memcpy(&f->bound_ns, c + 48, 8);
 	f->marker = 0;
+	f->disruption_support = 0;
 	if (f->version == 2) {
+		f->disruption_support = c[72];
 		memcpy(&f->marker, c + 56, 8);
 		memcpy(&f->drift_ppb, c + 64, 4);
 		memcpy(&f->status, c + 68, 4);
@@ -145,7 +154,11 @@ static struct {
 	int own_set;
 	dev_t own_dev;
 	ino_t own_ino;
+	const char *vmclock; /* tests: the page to compare markers with */
+	int no_page;         /* disruption support on, no VMClock page readable */
 } cb = {.fd = -1};
+
+void nc__utc_clockbound_test_vmclock(const char *path) { cb.vmclock = path; }
 
 void nc__utc_clockbound_own(const char *path)
 {
@@ -228,6 +241,24 @@ static int cb_ask(struct nc__utc_fix *f, double wait_ms)
 			g.status == 3 ? "disrupted" : "of unknown status");
 		return 1;
 	}
+	cb.no_page = 0;
+	if (g.disruption_support) {
+		uint64_t marker = 0, addr = 0;
+		char vwhy[96];
+		if (nc__utc_vmclock_marker(cb.vmclock, &marker, &addr, vwhy, sizeof(vwhy)) != 0) {
+			/* a migration then shows once clockbound-d marks it */
+			cb.no_page = 1;
+		} else if (marker != g.marker) {
+			f->status = NC_UTC_DISRUPTED;
+			nc__fmt(f->why, sizeof(f->why), "ClockBound's disruption marker %llu differs from "
+				"the VMClock page's %llu: the VM moved since clockbound-d's last update",
+				(unsigned long long)g.marker, (unsigned long long)marker);
+			return 1;
+		} else {
+			f->watch_addr = addr;
+			f->watch_val = marker;
+		}
+	}
 	double ns_tick = 1e9 / nc__rate_true_hz();
 	double age = (double)(mono > g.as_of_ns ? mono - g.as_of_ns : 0);
 	f->status = g.status == 1 ? NC_UTC_SYNCHRONISED : NC_UTC_FREE_RUNNING;
@@ -253,7 +284,12 @@ static void cb_close(void)
 	cb.fd = -1;
 }
 
-static void cb_where(char *out, size_t len) { nc__fmt(out, len, "%s", cb.path); }
+static void cb_where(char *out, size_t len)
+{
+	nc__fmt(out, len, "%s%s", cb.path,
+		cb.no_page ? "; disruption support on, no VMClock page readable here: a migration "
+			     "shows once clockbound-d marks it" : "");
+}
 
 const struct nc__utc_source nc__utc_clockbound = {"clockbound", NC_UTC_SRC_CLOCKBOUND, cb_open,
 						  cb_ask, cb_close, cb_where};

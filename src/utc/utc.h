@@ -102,6 +102,14 @@ enum nc__kwriter {
  * call adjtimex to set: a program merely named ntpd vouches for nothing).
  * Reads every PID's comm and status: run where a read never waits. */
 NC_HIDDEN enum nc__kwriter nc__utc_find_writer(const char *proc_root);
+/* The VMClock page's disruption marker and the address of its word (for
+ * the reads to watch), mapping the device (path NULL: /dev/vmclock0) if not
+ * mapped yet; 0, or -1 with why.  Under nc__lib_lock. */
+NC_HIDDEN int nc__utc_vmclock_marker(const char *path, uint64_t *marker, uint64_t *addr, char *why,
+				     size_t len);
+/* Tests: the VMClock page a ClockBound segment's disruption marker is
+ * compared with (NULL: /dev/vmclock0). */
+NC_HIDDEN void nc__utc_clockbound_test_vmclock(const char *path);
 /* Pure (tests feed it recorded adjtimex results): what adjtimex says,
  * written by w, as a fix (q_tick, as_of_ns left for the caller). */
 NC_HIDDEN void nc__utc_adjtimex_decode(const struct nc__kclock *k, enum nc__kwriter w,

@@ -225,6 +225,25 @@ static int vm_ask(struct nc__utc_fix *f, double wait_ms)
 	return 1;
 }
 
+int nc__utc_vmclock_marker(const char *path, uint64_t *marker, uint64_t *addr, char *why,
+			   size_t len)
+{
+	if (vm_open(path ? path : "", why, len) != 0)
+		return -1;
+	struct page pg;
+	if (read_page(&pg) != 0) {
+		nc__fmt(why, len, "the VMClock page stays mid-update (sequence odd)");
+		return -1;
+	}
+	if (pg.magic != VMCLOCK_MAGIC || pg.version != 1 || pg.size < VMCLOCK_SIZE) {
+		nc__fmt(why, len, "%s is not a VMClock page", vm.path);
+		return -1;
+	}
+	*marker = pg.marker;
+	*addr = (uint64_t)(uintptr_t)(vm.map + 16);
+	return 0;
+}
+
 static void vm_close(void) {} /* the mapping stays: the fast path may read its marker */
 static void vm_where(char *out, size_t len) { nc__fmt(out, len, "%s", vm.path); }
 

@@ -57,6 +57,9 @@ struct nc__calib {
 	 * (ppm), bins used, active time (gaps cut, ns) */
 	double se_fit_ppm, se_bins_ppm, drift_ppm, drift_hidden_ppm, active_ns;
 	int bins;
+	/* mean width of the accepted brackets, ticks (0: unknown, as for a
+	 * shared record's calibration: accept_width stands in for it) */
+	double mean_width;
 };
 /* One bracket: counter, reference, counter.  mid is the counter value at
  * the middle of the bracket, width its width, both in ticks (UINT64_MAX:

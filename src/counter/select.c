@@ -35,6 +35,8 @@
  */
 #include "counter.h"
 #include "base/fmt.h"
+#include "base/log.h"
+#include "base/refclock.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -175,8 +177,21 @@ int nc__select_stated(int i, struct nc_hz_source *out, int max)
 
 /* Phases 1-3 for candidate i (reads: per round of the monotonic check);
  * fills cands[i]. */
+static void evaluate_one_timed(const struct nc__machine *m, const struct nc__counter *c,
+			       struct nc_candidate *ci, int i, int reads);
+/* each candidate's evaluation, timed for the debug log (where a slow
+ * start went) */
 static void evaluate_one(const struct nc__machine *m, const struct nc__counter *c,
 			 struct nc_candidate *ci, int i, int reads)
+{
+	int64_t t0 = nc__mono_raw_ns();
+	evaluate_one_timed(m, c, ci, i, reads);
+	nc__log(NC_LOG_DEBUG, "selection: %s evaluated in %.3f ms (%d reads a round)", c->name,
+		(double)(nc__mono_raw_ns() - t0) / 1e6, reads);
+}
+
+static void evaluate_one_timed(const struct nc__machine *m, const struct nc__counter *c,
+			       struct nc_candidate *ci, int i, int reads)
 {
 	nc__copy(ci->name, sizeof(ci->name), c->name);
 	nc__copy(ci->what, sizeof(ci->what), c->what ? c->what : "");

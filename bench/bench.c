@@ -565,7 +565,8 @@ static void take_pair(struct pair *p)
 
 /* One column of the table: the cold starts of one kind judged against the
  * reference rate. */
-static void summary(const char *what, struct cold *c, int k, double ref, double ref_ppm, double *ms)
+static void summary(const char *what, struct cold *c, int k, double ref, double ref_ppm, double *ms,
+		    double target_ms)
 {
 	int within = 0, adopted = 0;
 	double worst = 0;
@@ -587,6 +588,14 @@ static void summary(const char *what, struct cold *c, int k, double ref, double 
 		ms[i] = (double)c[i].faults;
 	med = median(ms, k);
 	printf("; page faults in nc_init median %.0f (min %.0f, max %.0f)\n", med, ms[0], ms[k - 1]);
+	/* issue 25's targets: the median start, and all but 1 in 21 within */
+	for (int i = 0; i < k; i++)
+		ms[i] = c[i].init_ms;
+	double med_ms = median(ms, k);
+	int need = k - k / 21;
+	printf("target %-9s median <= %.1f ms with >= %d of %d within: %s (%.3f ms, %d within)\n", what,
+	       target_ms, need, k, med_ms <= target_ms && within >= need ? "met" : "NOT met", med_ms,
+	       within);
 }
 
 /* The counter is shared by every process on the machine: one reference
@@ -669,8 +678,8 @@ static int bench_init(int runs, double idle_s)
 		}
 	}
 	printf("\n");
-	summary("unshared:", c, k, ref, ref_ppm, ms);
-	summary("shared:", sh, ks, ref, ref_ppm, ms);
+	summary("unshared:", c, k, ref, ref_ppm, ms, 0.5);
+	summary("shared:", sh, ks, ref, ref_ppm, ms, 0.1);
 	if (have_dir) {
 		char p[96];
 		unlink(rec);

@@ -189,10 +189,12 @@ static void do_init(void)
 	int64_t t_cfg = nc__mono_raw_ns();
 	char prefer[16];
 	const struct nc__machine_facts *facts = nc__shared_look(&init.cfg, prefer);
+	int64_t t_look = nc__mono_raw_ns();
 	if (facts)
 		nc__counter_machine_from(facts);
 	else
 		nc__counter_machine_read();
+	int64_t t_mach = nc__mono_raw_ns();
 	nc__counter_choose(&reg, init.cfg.counter, init.cfg.counter_why, prefer[0] ? prefer : NULL);
 	set_status(nc__counter_status()); /* the forced counter comes first */
 	int64_t t_sel = nc__mono_raw_ns();
@@ -225,6 +227,10 @@ static void do_init(void)
 	report();
 	/* where a slow start went (the machine's files, the candidates, the
 	 * calibration, the rest: stated rates, the first tie to the system clock) */
+	nc__log(NC_LOG_DEBUG, "init phases, selection's part: shared record looked for %.3f ms, "
+		"machine %s %.3f ms, candidates %.3f ms", (double)(t_look - t_cfg) / 1e6,
+		facts ? "taken from the record" : "read", (double)(t_mach - t_look) / 1e6,
+		(double)(t_sel - t_mach) / 1e6);
 	nc__log(NC_LOG_DEBUG, "init phases: configuration and machine %.3f ms, selection %.3f ms, "
 		"%s %.3f ms, rate and ties %.3f ms, shared record written %.3f ms",
 		(double)(t_cfg - t_start) / 1e6, (double)(t_sel - t_cfg) / 1e6,

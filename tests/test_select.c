@@ -404,12 +404,48 @@ static void child_forced_hw(const char *arg)
 	CHECK(el > 0 && el > 0.99 * lo - 100000 && el < 1.01 * hi + 100000);
 }
 
+/* A cold start with nothing forced: the hardware counter is measured
+ * first, and the OS clocks are left unmeasured exactly where its score is
+ * below each one's penalty alone (they could not win); forced to an OS
+ * clock, every candidate is measured. */
+static void child_unmeasured_os_clocks(const char *arg)
+{
+	int forced = arg && arg[0];
+	if (forced)
+		setenv("NANOCLOCK_COUNTER", "clock_monotonic_raw", 1);
+	setenv("NANOCLOCK_SHARED", "off", 1);
+	CHECK(nc_init() == 0);
+	struct nc_info in;
+	nc_get_info(&in);
+	const struct nc_candidate *hw = find(&in, HW_NAME);
+	int skipped = 0;
+	for (int i = 0; i < in.n_candidates; i++) {
+		const struct nc_candidate *c = &in.candidates[i];
+		if (c == hw)
+			continue;
+		int could_lose = hw && !forced && hw->status == NC_CAND_SELECTED &&
+				 hw->score < c->penalty_ns;
+		fprintf(stderr, "case: %s: %s (%s)\n", c->name,
+			c->status == NC_CAND_SKIPPED ? "skipped" : "measured", c->reason);
+		if (could_lose) {
+			CHECK(c->status == NC_CAND_SKIPPED && strstr(c->reason, "not measured"));
+			skipped++;
+		} else {
+			CHECK(c->status != NC_CAND_SKIPPED);
+		}
+	}
+	fprintf(stderr, "case: %s%s, %d others left unmeasured\n", in.counter,
+		forced ? " (forced)" : "", skipped);
+}
+
 static const struct child_case cases[] = {
 	{"forced_hw", child_forced_hw, NULL, HW_NAME, NULL},
 	{"bad_candidates", child_bad_candidates, NULL, NULL, NULL},
 	{"forced_failing", child_forced_failing, NULL, "frozen", NULL},
 	{"forced_unknown", child_forced_unknown, NULL, "no-such-counter", NULL},
 	{"forced_os", child_forced_os, NULL, "clock_monotonic", NULL},
+	{"unmeasured_os_clocks", child_unmeasured_os_clocks, NULL, NULL, NULL},
+	{"unmeasured_os_clocks_forced", child_unmeasured_os_clocks, "forced", NULL, NULL},
 	{"user_calibrated", child_user_calibrated, NULL, NULL, NULL},
 	{"user_stated", child_user_stated, NULL, NULL, NULL},
 	{"user_bad", child_user_bad, NULL, NULL, NULL},

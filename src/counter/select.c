@@ -24,7 +24,10 @@
  * its rate, which nc_now_ns does not track); 1 ms for gettimeofday
  * (realtime: it can be set backwards).  A hardware counter therefore wins
  * unless it is truly coarse (resolution above ~100 ns) or slow to read (a
- * trapping read in a VM costs microseconds).
+ * trapping read in a VM costs microseconds).  So it is measured first, and
+ * where its score is below every other candidate's penalty the others are
+ * not measured at all (they could not win; a cold start saves their reads
+ * and the pages their code touches); they are if it is rejected later.
  * The forced choice is decided here and only here: NANOCLOCK_COUNTER, else
  * the application's counter.  The environment wins, because the operator
  * running the program has the last word.  A forced counter that is unknown
@@ -32,6 +35,8 @@
  */
 #include "counter.h"
 #include "base/fmt.h"
+#include "base/log.h"
+#include "base/refclock.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -172,8 +177,21 @@ int nc__select_stated(int i, struct nc_hz_source *out, int max)
 
 /* Phases 1-3 for candidate i (reads: per round of the monotonic check);
  * fills cands[i]. */
+static void evaluate_one_timed(const struct nc__machine *m, const struct nc__counter *c,
+			       struct nc_candidate *ci, int i, int reads);
+/* each candidate's evaluation, timed for the debug log (where a slow
+ * start went) */
 static void evaluate_one(const struct nc__machine *m, const struct nc__counter *c,
 			 struct nc_candidate *ci, int i, int reads)
+{
+	int64_t t0 = nc__mono_raw_ns();
+	evaluate_one_timed(m, c, ci, i, reads);
+	nc__log(NC_LOG_DEBUG, "selection: %s evaluated in %.3f ms (%d reads a round)", c->name,
+		(double)(nc__mono_raw_ns() - t0) / 1e6, reads);
+}
+
+static void evaluate_one_timed(const struct nc__machine *m, const struct nc__counter *c,
+			       struct nc_candidate *ci, int i, int reads)
 {
 	nc__copy(ci->name, sizeof(ci->name), c->name);
 	nc__copy(ci->what, sizeof(ci->what), c->what ? c->what : "");
@@ -316,6 +334,18 @@ static int pick_forced(const struct nc__registered *reg, const char *env_counter
 	return -1;
 }
 
+/* Candidate i left unmeasured (its reason is the caller's) */
+static void skip_candidate(struct nc_candidate *cands, const struct nc__counter *const *list, int i)
+{
+	nc__copy(cands[i].name, sizeof(cands[i].name), list[i]->name);
+	nc__copy(cands[i].what, sizeof(cands[i].what), list[i]->what ? list[i]->what : "");
+	cands[i].penalty_ns = list[i]->penalty_ns;
+	cands[i].status = NC_CAND_SKIPPED;
+	uses[i] = list[i];
+	ext_used[i] = 0;
+	stated_n[i] = -1;
+}
+
 /* for nc__select_next: the candidates left unmeasured */
 static const struct nc__machine *sel_machine;
 static const struct nc__counter *sel_list[NC_MAX_CANDIDATES];
@@ -349,13 +379,7 @@ void nc__select(const struct nc__machine *m, const struct nc__registered *reg,
 				for (int i = 0; i < n; i++) {
 					if (i == h)
 						continue;
-					nc__copy(cands[i].name, sizeof(cands[i].name), list[i]->name);
-					nc__copy(cands[i].what, sizeof(cands[i].what),
-						 list[i]->what ? list[i]->what : "");
-					cands[i].penalty_ns = list[i]->penalty_ns;
-					cands[i].status = NC_CAND_SKIPPED;
-					uses[i] = list[i];
-					ext_used[i] = 0;
+					skip_candidate(cands, list, i);
 					nc__fmt(cands[i].reason, sizeof(cands[i].reason),
 						 "not measured: the shared record's counter (%s) was taken",
 						 prefer);
@@ -366,9 +390,42 @@ void nc__select(const struct nc__machine *m, const struct nc__registered *reg,
 			memset(&cands[h], 0, sizeof(cands[h]));
 		}
 	}
+	/* Nothing forced, no counter of the application's or the tests': the
+	 * hardware counter first, and if its score is below every other
+	 * candidate's penalty, those cannot win whatever they measure (a score
+	 * is resolution + cost + penalty): left unmeasured, as with a record,
+	 * and measured only if the counter is rejected later
+	 * (nc__select_next). */
+	if (hw && !reg->app && reg->ntest == 0 && !(env_counter && *env_counter)) {
+		int h = -1;
+		double floor_ns = INFINITY;
+		for (int i = 0; i < n; i++) {
+			if (list[i] == hw)
+				h = i;
+			else if (list[i]->penalty_ns < floor_ns)
+				floor_ns = list[i]->penalty_ns;
+		}
+		if (h >= 0) {
+			evaluate_one(m, list[h], &cands[h], h, CHECK_READS);
+			if (cands[h].status == NC_CAND_USABLE && cands[h].score < floor_ns) {
+				for (int i = 0; i < n; i++) {
+					if (i == h)
+						continue;
+					skip_candidate(cands, list, i);
+					nc__fmt(cands[i].reason, sizeof(cands[i].reason),
+						 "not measured: %s scores %.1f ns, below this one's "
+						 "penalty alone (%.0f ns)",
+						 list[h]->name, cands[h].score, list[i]->penalty_ns);
+				}
+				set_selected(cands, h, sel);
+				return;
+			}
+		}
+	}
 	for (int i = 0; i < n; i++)
-		evaluate_one(m, list[i], &cands[i], i,
-			     list[i]->fixed_hz > 0 ? OS_CLOCK_READS : CHECK_READS);
+		if (cands[i].name[0] == 0)
+			evaluate_one(m, list[i], &cands[i], i,
+				     list[i]->fixed_hz > 0 ? OS_CLOCK_READS : CHECK_READS);
 
 	int f = pick_forced(reg, env_counter, cands, n, sel);
 	if (f >= 0) {

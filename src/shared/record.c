@@ -534,11 +534,11 @@ static int fill(struct rec *r, int sync_verdict, double shift_ns, uint32_t ncpus
 	}
 	if (!nc__rate_meas_own()) {
 		/* adopted: the rate is the record's claim until a refresh
-		 * measures it here; written back, a writer would state a
+		 * measures it here finer than that claim; written back, a writer would state a
 		 * confidence it never measured (and, with two writers, one
 		 * neither of them did at the time written) */
-		SAY("its rate is the adopted record's, not yet measured by this process (after its "
-		    "first refresh it is)");
+		SAY("its rate is the adopted record's, not yet measured by this process (once a "
+		    "refresh measures it finer than the record's claim, it is)");
 		return NC_EINVAL;
 	}
 	if (ids() != 0) {

@@ -19,6 +19,8 @@ enum nc_cost_row {
 	NC_COST_TICKS_TO_NS,
 	NC_COST_CONV_PURE,
 	NC_COST_CONV_BIASED,
+	NC_COST_ORDERED_MUL, /* the ordered read and one 64x64->128 multiply-add:
+				the floor under any read that converts */
 	NC_COST_ROWS
 };
 #define NC_COST_MAX_ROUNDS 16

@@ -15,11 +15,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const vars[] = {"NANOCLOCK_COUNTER",      "NANOCLOCK_HZ",
-				   "NANOCLOCK_HZ_FORCE",     "NANOCLOCK_CALIB_PPM",
-				   "NANOCLOCK_CALIB_MAX_MS", "NANOCLOCK_UNIX_REFRESH_MS",
-				   "NANOCLOCK_SHARED"};
-#define NVARS 7
+static const char *const vars[] = {"NANOCLOCK_COUNTER",       "NANOCLOCK_HZ",
+				   "NANOCLOCK_HZ_FORCE",      "NANOCLOCK_CALIB_PPM",
+				   "NANOCLOCK_CALIB_MAX_MS",  "NANOCLOCK_UNIX_REFRESH_MS",
+				   "NANOCLOCK_SHARED",        "NANOCLOCK_UTC_SOURCE",
+				   "NANOCLOCK_UTC_DRIFT_PPM", "NANOCLOCK_UTC_HORIZON_S"};
+#define NVARS 10
 
 static const char *lookup(const char *name, void *ctx)
 {

@@ -443,9 +443,10 @@ static int trace_kind(int k, const char *d, const char *p, int *sock)
 		struct sockaddr_un a;
 		memset(&a, 0, sizeof(a));
 		a.sun_family = AF_UNIX;
-		if (strlen(p) >= sizeof(a.sun_path))
+		size_t l = strlen(p);
+		if (l >= sizeof(a.sun_path))
 			return 0;
-		snprintf(a.sun_path, sizeof(a.sun_path), "%s", p);
+		memcpy(a.sun_path, p, l + 1);
 		*sock = socket(AF_UNIX, SOCK_STREAM, 0);
 		return *sock >= 0 && bind(*sock, (struct sockaddr *)&a, sizeof(a)) == 0;
 	}

@@ -391,6 +391,11 @@ int nc__utc_clockbound_publish(const char *path, const struct nc__clockbound_out
 			       size_t len)
 {
 	char tmp[300];
+	if (!path) {
+		nc__fmt(why, len, "no path");
+		errno = EINVAL;
+		return -1;
+	}
 	if (strlen(path) + 24 > sizeof(tmp)) {
 		nc__fmt(why, len, "a path of more than %zu bytes", sizeof(tmp) - 24);
 		errno = ENAMETOOLONG;

@@ -207,6 +207,11 @@ struct nc_utc {
  * or NC_EUNKNOWN when no honest bound is to be had (nc_get_utc_status says
  * why; reads say unknown, and the source is asked again at each refresh). */
 NC_API int nc_utc_start(void);
+/* Stop following the source: its socket or file descriptor is closed and
+ * its figures forgotten; reads say unknown (the whole line) until
+ * nc_utc_start chooses again.  For a program done with UTC, or one about
+ * to close descriptors it does not own. */
+NC_API void nc_utc_stop(void);
 /* Commit-wait: returns 0 once UTC is certainly past unix_ns (earliest_ns >
  * unix_ns), sleeping meanwhile; NC_ETIMEDOUT after timeout_s seconds;
  * NC_EUNKNOWN at once (and whenever it becomes so) where the bound is

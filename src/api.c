@@ -217,6 +217,15 @@ int nc_utc_start(void)
 	return rc;
 }
 
+void nc_utc_stop(void)
+{
+	nc__enter();
+	nc__lock();
+	nc__utc_stop();
+	nc__unlock();
+	nc__leave();
+}
+
 int nc_get_utc_status(struct nc_utc_status *st)
 {
 	if (!st)

@@ -147,6 +147,11 @@ static void whole_api(void)
 	(void)nc_utc_wait_past(0, NAN);
 	struct nc_utc_status us;
 	(void)nc_get_utc_status(&us);
+	nc_utc_stop();
+	(void)nc_utc_now(&u1);
+	(void)nc_get_utc_status(&us);
+	nc_utc_stop();
+	(void)nc_utc_start();
 	for (int v = -1; v <= 5; v++)
 		acc += strlen(nc_utc_status_name(v)) + strlen(nc_utc_source_name(v));
 	(void)nc_utc_publish_clockbound("relative", why, sizeof(why));

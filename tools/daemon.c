@@ -67,18 +67,20 @@ static int make_dir(const char *path)
 }
 
 /* Waits s seconds for SIGTERM, SIGINT or SIGHUP: 1 when told to stop
- * (said so). */
+ * (said so), 2 on SIGHUP, else 0. */
 static int stopped(const sigset_t *set, double s)
 {
 	struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
 	int sig = sigtimedwait(set, NULL, &ts);
+	if (sig == SIGHUP)
+		return 2;
 	if (sig != SIGTERM && sig != SIGINT)
 		return 0;
 	printf("nanoclock daemon: stopped by %s\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 	return 1;
 }
 
-int nc_daemon_main(const struct nc_daemon_opts *o)
+static int run(const struct nc_daemon_opts *o)
 {
 	sigset_t set;
 	sigemptyset(&set);
@@ -132,7 +134,7 @@ int nc_daemon_main(const struct nc_daemon_opts *o)
 	 * refresh (80 ms after the start) measures it here: the record is
 	 * written from then on, never the claim read back.  Until then (2 s at
 	 * most) a failure is tried again every 50 ms without a word. */
-	int settle = st.adopted ? 40 : 0, retrying = 0;
+	int settle = st.adopted ? 40 : 0, retrying = 0, hup = 0;
 	for (;;) {
 		(void)nc_now_ns(); /* a due refresh refines the rate first */
 		if (o->clockbound && !retrying) {
@@ -152,6 +154,8 @@ int nc_daemon_main(const struct nc_daemon_opts *o)
 				return 1;
 		}
 		since_record += step_s;
+		if (hup)
+			since_record = INFINITY; /* the record too, whatever the step */
 		if (since_record < o->interval_s)
 			goto wait;
 		since_record = 0;
@@ -159,7 +163,7 @@ int nc_daemon_main(const struct nc_daemon_opts *o)
 		if (nc_shared_publish(o->record, verdict, shift_ns, ncpus, why, sizeof(why)) != 0) {
 			int e = errno;
 			if (settle-- > 0) {
-				if (stopped(&set, 0.05))
+				if (stopped(&set, 0.05) == 1)
 					return 0;
 				retrying = 1;
 				since_record = INFINITY;
@@ -175,21 +179,33 @@ int nc_daemon_main(const struct nc_daemon_opts *o)
 			failing = settle = 0;
 			double ppm = nc_ticks_per_second_uncertainty_ppm();
 			nc_get_shared_status(&st);
-			/* a line when the uncertainty has halved: a handful a day */
-			if (o->once || st.ppm <= said_ppm / 2) {
-				printf("nanoclock daemon: wrote %s generation %llu: %.6f MHz +-%.3g ppm "
+			/* a line when the uncertainty has halved (a handful a day)
+			 * and for each SIGHUP (the library may also rewrite its
+			 * record when its own measurement is four times as
+			 * certain: the line tells which write the signal made) */
+			if (o->once || hup || st.ppm <= said_ppm / 2) {
+				printf("nanoclock daemon: %swrote %s generation %llu: %.6f MHz +-%.3g ppm "
 				       "(baseline %.3g s, measured here); in use here +-%.3g ppm\n",
-				       o->record, (unsigned long long)st.generation, st.hz / 1e6, st.ppm,
-				       st.baseline_s, ppm);
+				       hup ? "SIGHUP: " : "", o->record, (unsigned long long)st.generation,
+				       st.hz / 1e6, st.ppm, st.baseline_s, ppm);
 				fflush(stdout);
 				said_ppm = st.ppm;
 			}
 		}
-		retrying = 0;
+		retrying = hup = 0;
 		if (o->once)
 			return 0;
-	wait:
-		if (stopped(&set, step_s))
+	wait:;
+		int w = stopped(&set, step_s);
+		if (w == 1)
 			return 0;
+		hup = w == 2;
 	}
+}
+
+int nc_daemon_main(const struct nc_daemon_opts *o)
+{
+	int rc = run(o);
+	nc_utc_stop(); /* the UTC source's socket or segment closed, as everything else */
+	return rc;
 }

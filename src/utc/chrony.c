@@ -161,6 +161,8 @@ int nc__utc_chrony_decode(const unsigned char *p, size_t n, uint32_t seq, int64_
 static struct {
 	int fd;
 	pid_t pid;             /* the process that opened fd (a forked child reopens) */
+	dev_t dev;             /* fd's socket (nc__utc_fd_ours) */
+	ino_t ino;
 	struct sockaddr_storage addr;
 	socklen_t alen;
 	char where[80];
@@ -215,20 +217,34 @@ static int parse_addr(const char *arg, char *why, size_t len)
 	return 0;
 }
 
+/* the socket's descriptor if it still is the library's, else forgotten
+ * (never closed: the program's own now) */
+static int own_fd(void)
+{
+	if (ch.fd >= 0 && !nc__utc_fd_ours(ch.fd, ch.dev, ch.ino)) {
+		ch.fd = -1;
+		ch.outstanding = 0;
+	}
+	return ch.fd;
+}
+
 static int connect_socket(void)
 {
-	if (ch.fd >= 0)
+	if (own_fd() >= 0)
 		close(ch.fd);
 	ch.outstanding = 0;
 	ch.pid = getpid();
 	ch.fd = socket(ch.addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (ch.fd < 0)
 		return -1;
-	if (connect(ch.fd, (struct sockaddr *)&ch.addr, ch.alen) != 0) {
+	struct stat st;
+	if (fstat(ch.fd, &st) != 0 || connect(ch.fd, (struct sockaddr *)&ch.addr, ch.alen) != 0) {
 		close(ch.fd);
 		ch.fd = -1;
 		return -1;
 	}
+	ch.dev = st.st_dev;
+	ch.ino = st.st_ino;
 	return 0;
 }
 
@@ -316,7 +332,9 @@ static int take_reply(struct nc__utc_fix *f, double wait_ms)
 static int ch_ask(struct nc__utc_fix *f, double wait_ms)
 {
 	memset(f, 0, sizeof(*f));
-	if (ch.fd < 0 || ch.pid != getpid()) { /* a forked child: a socket of its own */
+	/* a forked child: a socket of its own; a socket no longer the
+	 * library's (closed by the program, the number reused): a new one */
+	if (own_fd() < 0 || ch.pid != getpid()) {
 		if (connect_socket() != 0) {
 			nc__fmt(f->why, sizeof(f->why), "no socket to %s", ch.where);
 			return 0;
@@ -346,7 +364,7 @@ static int ch_ask(struct nc__utc_fix *f, double wait_ms)
 
 static void ch_close(void)
 {
-	if (ch.fd >= 0)
+	if (own_fd() >= 0)
 		close(ch.fd);
 	ch.fd = -1;
 	ch.outstanding = 0;

@@ -201,7 +201,7 @@ static int cb_open(const char *arg, char *why, size_t len)
 		nc__fmt(why, len, "%s: %s: refused", cb.path, bad);
 		return -1;
 	}
-	if (cb.fd >= 0)
+	if (nc__utc_fd_ours(cb.fd, cb.dev, cb.ino))
 		close(cb.fd);
 	cb.fd = fd;
 	cb.dev = st.st_dev;
@@ -214,6 +214,18 @@ static int cb_ask(struct nc__utc_fix *f, double wait_ms)
 	(void)wait_ms;
 	memset(f, 0, sizeof(*f));
 	f->status = NC_UTC_UNKNOWN;
+	/* a descriptor no longer the library's (closed by the program, the
+	 * number reused) is forgotten, never read or closed: the path again */
+	if (cb.fd >= 0 && !nc__utc_fd_ours(cb.fd, cb.dev, cb.ino)) {
+		cb.fd = -1;
+		char path[sizeof(cb.path)], why[160];
+		nc__copy(path, sizeof(path), cb.path);
+		if (cb_open(path, why, sizeof(why)) != 0) {
+			nc__fmt(f->why, sizeof(f->why), "the segment's descriptor was closed by the "
+				"program; opening it again: %s", why);
+			return 1;
+		}
+	}
 	if (cb.fd < 0) {
 		nc__fmt(f->why, sizeof(f->why), "no ClockBound segment open");
 		return 0;
@@ -279,7 +291,7 @@ static int cb_ask(struct nc__utc_fix *f, double wait_ms)
 
 static void cb_close(void)
 {
-	if (cb.fd >= 0)
+	if (nc__utc_fd_ours(cb.fd, cb.dev, cb.ino))
 		close(cb.fd);
 	cb.fd = -1;
 }

@@ -49,6 +49,7 @@ struct nc_impl_utc nc_impl_utc_g;
 /* Guarded by nc__lib_lock. */
 static struct {
 	int started;                        /* also read without the lock (atomic) */
+	int stopped;                        /* nc_utc_stop: unknown until nc_utc_start */
 	const struct nc__utc_source *src;   /* NULL: none */
 	int is_auto;
 	int have_good;                      /* good: the last figures with a bound */
@@ -315,8 +316,13 @@ static int try_source(const struct nc__utc_source *s, const char *arg, int keep)
 
 int nc__utc_start(const struct nc__config *cfg)
 {
-	if (u.started)
+	if (u.started && !u.stopped)
 		return u.have_good && !u.lost ? 0 : NC_EUNKNOWN;
+	if (u.stopped) { /* chosen again from nothing (the figures were cleared at the stop) */
+		u.stopped = 0;
+		u.chosen[0] = u.last_why[0] = 0;
+		u.retry_raw = 0;
+	}
 	u.drift_default = cfg->utc_drift_ppm;
 	u.horizon_s = cfg->utc_horizon_s;
 	u.fresh_s = 4 * nc__wall_period_ms() / 1e3; /* four answers missed */
@@ -353,6 +359,29 @@ int nc__utc_start(const struct nc__config *cfg)
 	nc__log(NC_LOG_INFO, "UTC source: %s", u.chosen);
 	__atomic_store_n(&u.started, 1, __ATOMIC_RELEASE);
 	return u.have_good && !u.lost ? 0 : NC_EUNKNOWN;
+}
+
+/* The source's descriptor closed, its figures forgotten; reads say unknown
+ * ("stopped") with the whole line until nc__utc_start chooses again.
+ * `started` stays set, so a read never starts it again behind the caller's
+ * back (nor in a signal handler). */
+void nc__utc_stop(void)
+{
+	if (!u.started || u.stopped)
+		return;
+	if (u.src)
+		u.src->close();
+	if (u.chrony_probe && u.src != &nc__utc_chrony)
+		nc__utc_chrony.close();
+	u.src = NULL;
+	u.is_auto = u.have_good = u.lost = u.disrupted = u.chrony_probe = 0;
+	u.watch_addr = u.watch_val = 0;
+	u.step_ns = u.prev_slew_ns = 0;
+	u.stopped = 1;
+	nc__copy(u.chosen, sizeof(u.chosen), "stopped (nc_utc_stop)");
+	nc__copy(u.last_why, sizeof(u.last_why), "stopped: nc_utc_stop was called; nc_utc_start starts it again");
+	publish();
+	nc__log(NC_LOG_INFO, "UTC source: stopped");
 }
 
 int nc__utc_started(void) { return __atomic_load_n(&u.started, __ATOMIC_ACQUIRE); }

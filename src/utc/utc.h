@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 /* What a source knows at one moment. */
 struct nc__utc_fix {
@@ -54,6 +55,18 @@ struct nc__utc_source {
 	/* where it is asked ("127.0.0.1:323"), for nc_utc_status */
 	void (*where)(char *out, size_t len);
 };
+
+/* A descriptor a source keeps between refreshes (chrony's socket, the
+ * ClockBound segment) is still the one it opened: a program may close
+ * descriptors it does not own (closefrom when it daemonises) and open its
+ * own under the same number, which the library must never write to, read
+ * as its source or close.  fstat's device and inode tell (a socket has an
+ * inode of its own). */
+static inline int nc__utc_fd_ours(int fd, dev_t dev, ino_t ino)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
 
 NC_HIDDEN extern const struct nc__utc_source nc__utc_adjtimex;
 NC_HIDDEN extern const struct nc__utc_source nc__utc_chrony;
@@ -126,6 +139,7 @@ NC_HIDDEN size_t nc__utc_chrony_request(unsigned char *p, size_t len, uint32_t s
  * (nc_utc_start); 0 or NC_EUNKNOWN. */
 NC_HIDDEN int nc__utc_start(const struct nc__config *cfg);
 NC_HIDDEN int nc__utc_started(void); /* any thread: start has run */
+NC_HIDDEN void nc__utc_stop(void);
 NC_HIDDEN void nc__utc_status(struct nc_utc_status *st);
 /* The interval from the library's side (a read that left the inline
  * path): never waits. */

@@ -11,8 +11,9 @@
  * trapped call is reported by number (its SIGSYS handler writes it to a
  * shared page and exits).  malloc and its kin are this program's own,
  * counting: no call may come from the reads.  A case with a ClockBound
- * segment as the UTC source shows what its refresh adds (pread64 of the
- * segment, once per period, in the reader that refreshes). */
+ * segment as the UTC source shows what its refresh adds (an fstat of its
+ * descriptor, still the library's, and a pread64 of the segment, once per
+ * period, in the reader that refreshes). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -146,6 +147,23 @@ static void install(int extra)
 		ALLOW(SYS_exit),
 		ALLOW(SYS_rt_sigreturn),
 		ALLOW(extra >= 0 ? extra : SYS_exit),
+	/* with a source's descriptor: fstat, to see it is still the library's
+	 * (whichever call the libc makes of it) */
+#ifdef SYS_fstat
+		ALLOW(extra >= 0 ? SYS_fstat : SYS_exit),
+#endif
+#ifdef SYS_newfstatat
+		ALLOW(extra >= 0 ? SYS_newfstatat : SYS_exit),
+#endif
+#ifdef SYS_fstat64
+		ALLOW(extra >= 0 ? SYS_fstat64 : SYS_exit),
+#endif
+#ifdef SYS_fstatat64
+		ALLOW(extra >= 0 ? SYS_fstatat64 : SYS_exit),
+#endif
+#ifdef SYS_statx
+		ALLOW(extra >= 0 ? SYS_statx : SYS_exit),
+#endif
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
 	};
 	struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};

@@ -151,7 +151,8 @@ NC_API int nc_set_unix_refresh_ms(double ms);
 /* Tie Unix time to the system clock again now, as the upkeep thread does
  * when the clock is set: a step of the system clock is followed as a step
  * at once.  For a program that sets the clock itself, or learns that it
- * was set, without the upkeep thread.  0. */
+ * was set, without the upkeep thread.  With nothing set (REALTIME's offset
+ * from MONOTONIC unmoved; a slew is not a set) it moves nothing.  0. */
 NC_API int nc_unix_retie(void);
 
 /* An optional helper thread that keeps the ties fresh, so that readers

@@ -170,6 +170,44 @@ static void child_set_notice(const char *arg)
 	CHECK(st.steps == 2);
 }
 
+/* Re-ties with nothing set while the kernel slews the clock (500 ppm
+ * either way, as adjtime() or a PLL offset does): the line follows the
+ * rate a period late, so at a re-tie it is up to a period's slew off
+ * CLOCK_REALTIME, with REALTIME's offset from MONOTONIC unmoved.  Nothing
+ * was set: Unix time never goes back and no step is counted.  (Before: a
+ * re-tie 2 ms into a -500 ppm slew stepped the line back; seen as one
+ * read going back in test_threads under qemu-ppc64le while another
+ * target's test_utc slewed the host's clock.) */
+static void child_retie_slew(const char *arg)
+{
+	double ppm = atof(arg);
+	begin();
+	live(3e9, 10e6, 1e9);
+	world_real_rate(1 + ppm * 1e-6);
+	double worst = 0;
+	for (int i = 0; i < 3000; i++) {
+		w.T += 1e6L * (1 + i % 3); /* 1 to 3 ms apart */
+		int64_t before = nc_unix_ns(); /* what a reader was handed just before */
+		CHECK(before >= R.last_unix);
+		R.last_unix = before;
+		nc_unix_retie();
+		int64_t v = nc_unix_ns(), real = (int64_t)world_real();
+		if (v < R.last_unix)
+			fprintf(stderr, "case: re-tie %d: Unix time back by %lld ns\n", i, (long long)(R.last_unix - v));
+		CHECK(v >= R.last_unix);
+		worst = fmax(worst, fabs((double)(v - real)));
+		R.last_unix = v;
+	}
+	struct nc_unix_status st;
+	nc_get_unix_status(&st);
+	fprintf(stderr, "case: slew %+.0f ppm, 3000 re-ties: never back, |unix-real| <= %.0f ns, %u steps\n",
+		ppm, worst, st.steps);
+	CHECK(st.steps == 0);
+	/* still following the clock: within a period's slew and the brackets */
+	live(3e9, 10e6, 1e9);
+	CHECK(R.unix_err < 2000 && R.unix_backs == 0);
+}
+
 static void child_slew(const char *arg)
 {
 	double ppm = atof(arg);
@@ -601,6 +639,8 @@ static const struct child_case cases[] = {
 	{"steps", child_steps, NULL, "world", NULL},
 	{"set_notice", child_set_notice, NULL, "world", NULL},
 	{"slew_plus_500", child_slew, "500", "world", NULL},
+	{"retie_slew_minus_500", child_retie_slew, "-500", "world", NULL},
+	{"retie_slew_plus_500", child_retie_slew, "500", "world", NULL},
 	{"slew_minus_500", child_slew, "-500", "world", NULL},
 	{"migration", child_migration, NULL, "world", NULL},
 	{"suspend_counter_stopped", child_suspend, "0", "world", NULL},

@@ -124,6 +124,16 @@ static int run(const struct nc_daemon_opts *o)
 	       : verdict == NC_SYNC_INCONCLUSIVE ? "inconclusive"
 						 : "not checked");
 	fflush(stdout);
+	/* an exact rate (an OS clock: a machine without a usable hardware
+	 * counter, an emulator) needs no record: with a ClockBound segment to
+	 * keep, that is said once and the segment kept; alone, the record's
+	 * failure is said as any other */
+	int no_record = o->clockbound && strncmp(nc_ticks_per_second_source(), "exact", 5) == 0;
+	if (no_record) {
+		printf("nanoclock daemon: no record kept: the counter (%s) is an OS clock, its rate "
+		       "exact: nothing to share; the ClockBound segment only\n", nc_counter_name());
+		fflush(stdout);
+	}
 	double said_ppm = INFINITY;
 	int failing = 0, cb_failing = 0;
 	/* the ClockBound segment: every second (its clients read a bound that
@@ -153,6 +163,11 @@ static int run(const struct nc_daemon_opts *o)
 			if (crc != 0 && o->once)
 				return 1;
 		}
+		if (no_record) {
+			if (o->once)
+				return 0;
+			goto wait;
+		}
 		since_record += step_s;
 		if (hup)
 			since_record = INFINITY; /* the record too, whatever the step */
@@ -160,8 +175,9 @@ static int run(const struct nc_daemon_opts *o)
 			goto wait;
 		since_record = 0;
 		char why[192];
-		if (nc_shared_publish(o->record, verdict, shift_ns, ncpus, why, sizeof(why)) != 0) {
-			int e = errno;
+		int prc = nc_shared_publish(o->record, verdict, shift_ns, ncpus, why, sizeof(why));
+		if (prc != 0) {
+			int e = prc == NC_ESYS ? errno : 0; /* errno is set for NC_ESYS only */
 			if (settle-- > 0) {
 				if (stopped(&set, 0.05) == 1)
 					return 0;

@@ -31,7 +31,9 @@
  * copy would be handed more than its successor), so until then the bound
  * nc_get_unix_status states grows by the change times the tie's age.
  * The upkeep thread learns of a clock set as it happens and re-ties at
- * once, mid-epoch, by the same step rule; a set that small is slewed in.
+ * once, mid-epoch: a step where REALTIME's offset from MONOTONIC moved and
+ * the line is off by more than the brackets allow; a notice with the offset
+ * unmoved (nc_unix_retie while the kernel slews) steps nothing.
  *
  * What nc_unix_ns may be off CLOCK_REALTIME by (the tie error): both
  * brackets' half-widths, the correction still being slewed in, and the
@@ -250,9 +252,13 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 			/* a set: a step as soon as the difference exceeds what the line
 			 * may differ by without one (both ties' half-widths, the
 			 * previous correction still being slewed in, and 1 us), as
-			 * CLOCK_REALTIME steps */
-			step = fabs(err) > 2 * ti.hw + wall.hw_ns + fabs(wall.err_ns) + 1000;
-			set = 1;
+			 * CLOCK_REALTIME steps — where REALTIME's offset from
+			 * MONOTONIC moved, which only a set does.  A notice with the
+			 * offset unmoved (a set to the same time, or an application's
+			 * nc_unix_retie while the kernel slews the clock: the line
+			 * then lags the rate by up to a period's slew) steps nothing */
+			set = fabs((double)(ti.off - wall.off)) > ti.hw + wall.hw_ns + 1000;
+			step = set && fabs(err) > 2 * ti.hw + wall.hw_ns + fabs(wall.err_ns) + 1000;
 		} else {
 			/* a period ended: a step back only where the system clock was
 			 * set, which REALTIME's offset from MONOTONIC says (a rate

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -82,7 +83,14 @@ static void check_elapsed(uint64_t ticks, int64_t b0, int64_t a0, int64_t b1, in
 	}
 }
 
-/* nc_init, and what it said when it did not return 0 */
+/* nc_init, and what it said when it did not return 0.  A counter refused
+ * because its reads came further apart than its wrap period (the library
+ * says "a busy machine?": CI's TSan run, the other suite on both CPUs, saw
+ * it three times in a row for the 1.05 ms wrap) is the library's right
+ * answer on that machine at that moment, not this case's subject: the
+ * process exits with BUSY and the case runs again in a fresh one
+ * (retrying()). */
+#define BUSY 75
 static int init_saying(void)
 {
 	int rc = nc_init();
@@ -91,12 +99,41 @@ static int init_saying(void)
 		nc_get_info(&in);
 		fprintf(stderr, "case: nc_init %d (%s); counter %s, %s; hz %.0f %s\n", rc, nc_strerror(rc),
 			in.counter, in.counter_error, in.hz, in.hz_source);
-		for (int i = 0; i < in.n_candidates; i++)
+		int busy = 0;
+		for (int i = 0; i < in.n_candidates; i++) {
 			fprintf(stderr, "  candidate %s: %s\n", in.candidates[i].name, in.candidates[i].reason);
+			busy |= strstr(in.candidates[i].reason, "gaps longer than a wrap period") != NULL;
+		}
 		for (int i = 0; i < in.n_hz_sources; i++)
 			fprintf(stderr, "  source %s: %s\n", in.hz_sources[i].name, in.hz_sources[i].reason);
+		if (busy)
+			_exit(BUSY);
 	}
 	return rc;
+}
+
+/* body in fresh processes until one is not too busy to follow the
+ * counter, five at most: five in a row fail the case */
+static void retrying(void (*body)(const char *), const char *arg)
+{
+	for (int attempt = 1; attempt <= 5; attempt++) {
+		fflush(NULL);
+		pid_t p = fork();
+		CHECK(p >= 0);
+		if (p == 0) {
+			body(arg);
+			_exit(0);
+		}
+		int st;
+		CHECK(waitpid(p, &st, 0) == p && WIFEXITED(st));
+		if (WEXITSTATUS(st) != BUSY) {
+			CHECK(WEXITSTATUS(st) == 0);
+			return;
+		}
+		fprintf(stderr, "case: attempt %d: the machine too busy to follow the counter (said so): "
+			"again in a fresh process\n", attempt);
+	}
+	CHECK(!"five processes in a row too busy to follow the counter");
 }
 
 /* Two reads ns apart with none between: the elapsed time is right. */
@@ -115,7 +152,7 @@ static void check_gap(long ns)
 
 /* 20-bit counter: extended to 64 bits across many wraps, also when
  * nobody reads it for several wrap periods. */
-static void child_wrap(const char *arg)
+static void wrap_body(const char *arg)
 {
 	(void)arg;
 	add("wrap20", wrap20, wrap20_hz(), 20);
@@ -145,7 +182,7 @@ static void child_wrap(const char *arg)
 
 /* Reads preempted between the counter and the OS clock: no wrap counted
  * twice or missed. */
-static void child_wrap_late(const char *arg)
+static void wrap_late_body(const char *arg)
 {
 	(void)arg;
 	add("wrap20_late", wrap20_late, wrap20_hz(), 20);
@@ -168,6 +205,9 @@ static void child_wrap_late(const char *arg)
 	/* late stamps without the bracketed read made this 170-230 us long */
 	check_elapsed(t1 - t0, b0, a0, b1, a1);
 }
+
+static void child_wrap(const char *arg) { retrying(wrap_body, arg); }
+static void child_wrap_late(const char *arg) { retrying(wrap_late_body, arg); }
 
 /* 16 bits at 1 GHz (16 times slower under valgrind): wraps every 65.5 us.
  * While `stalling`, its 30th, 70th, 110th and 150th reads arm a timer

@@ -252,10 +252,12 @@ static void write_record(void)
 static void write_refined_record(void)
 {
 	/* a writer that fell back to an OS clock (calibration failed on a
-	 * busy or emulated machine) has nothing to write: exit 2, and
-	 * another is asked, three at most */
+	 * busy or emulated machine) has nothing to write: exit 2; one whose
+	 * measurement its own checks refuse to publish (under valgrind: "a
+	 * scatter above 2 us", a CI run) exits 2 too; another is asked, five
+	 * at most */
 	int st = 0;
-	for (int tries = 0; tries < 3; tries++) {
+	for (int tries = 0; tries < 5; tries++) {
 		fresh();
 		pid_t pid = fork();
 		assert_true(pid >= 0);
@@ -274,12 +276,12 @@ static void write_refined_record(void)
 			int rc = nc_shared_publish(path, -1, 0, 0, why, sizeof(why));
 			if (rc != 0)
 				print_message("  nc_shared_publish: %s\n", why);
-			_exit(rc == 0 ? 0 : 1);
+			_exit(rc == 0 ? 0 : strstr(why, "a reader would refuse it") ? 2 : 1);
 		}
 		assert_int_equal(waitpid(pid, &st, 0), pid);
 		if (!WIFEXITED(st) || WEXITSTATUS(st) != 2)
 			break;
-		print_message("  the writer fell back to an OS clock; another is asked\n");
+		print_message("  the writer had nothing it could publish; another is asked\n");
 	}
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }

@@ -63,7 +63,12 @@ B := build/san-$(subst $(comma),-,$(SANITIZE))$(if $(MODEDIR),-$(MODEDIR))
 SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
 
-WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+# clang's thread-safety analysis: the lock rules the annotations state
+# (src/base/compiler.h, src/base/lock.h), an error whatever CFLAGS say.
+# Only where the compiler has the flag (clang): gcc refuses it.
+TSA_WARN := $(shell $(CC) -Werror -Wthread-safety -fsyntax-only -x c /dev/null >/dev/null 2>&1 && \
+	echo -Wthread-safety -Werror=thread-safety)
+WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes $(TSA_WARN)
 # _FILE_OFFSET_BITS=64: traces over 2 GiB on 32-bit targets (i686); no
 # public header uses off_t, so the ABI does not change
 BASE_CFLAGS := -std=gnu11 -Iinclude -Isrc -fPIC -fvisibility=hidden -pthread -D_GNU_SOURCE \

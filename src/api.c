@@ -104,7 +104,7 @@ const char *nc_counter_name(void)
 }
 
 /* The rate's state, as nc_get_info has it. */
-static void rate_info(struct nc_info *o)
+static void rate_info(struct nc_info *o) NC_EXCLUDES(nc__lib_lock)
 {
 	nc__enter();
 	nc__lock();

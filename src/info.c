@@ -16,7 +16,7 @@
 
 /* Seconds until either the counter wraps or a nanosecond result no longer
  * fits in 64 bits, from the counter's current value (lock held). */
-static uint64_t before_wrap(uint64_t t, uint64_t now_ns)
+static uint64_t before_wrap(uint64_t t, uint64_t now_ns) NC_REQUIRES(nc__lib_lock)
 {
 	const struct nc__counter *c = nc__counter();
 	uint64_t left = c->bits >= 64 ? UINT64_MAX - t
@@ -42,9 +42,9 @@ uint64_t nc_seconds_before_wrap(void)
 /* The perf-page source, read at most once and never on the first call:
  * its system call runs outside the lock; like the other stated sources it
  * is a cross-check. */
-static void probe_deferred_sources(void)
+static void probe_deferred_sources(void) NC_EXCLUDES(nc__lib_lock)
 {
-	static int probed; /* guarded by nc__lib_lock */
+	static int probed NC_GUARDED_BY(nc__lib_lock);
 	nc__lock();
 	int want = !probed && !nc__rate_is_exact() &&
 		   nc__hw_counter(nc__counter_machine()) == nc__counter() && !nc__rate_sources_full();

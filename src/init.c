@@ -38,12 +38,13 @@
 
 #define CALIB_MIN_NS 250000 /* never stop the first calibration before this */
 
-/* Written once, by the initialisation, read-only afterwards. */
+/* Written once, by the initialisation (nc__lib_lock held), read-only
+ * afterwards (the getters below: pthread_once orders their reads after). */
 static struct {
 	int status;           /* what nc_init() returns */
 	double init_ms;
 	struct nc__config cfg;
-} init;
+} init NC_GUARDED_BY(nc__lib_lock);
 int nc__init_runs;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -52,13 +53,13 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
  * read in a signal handler may be) */
 static __thread int ran_init __attribute__((tls_model("initial-exec")));
 
-static void set_status(int rc)
+static void set_status(int rc) NC_REQUIRES(nc__lib_lock)
 {
 	if (init.status == 0)
 		init.status = rc;
 }
 
-static void read_configuration(struct nc__registered *reg)
+static void read_configuration(struct nc__registered *reg) NC_REQUIRES(nc__lib_lock)
 {
 	nc__registry_freeze(reg);
 	nc__config_read(&init.cfg, reg->app_ppm, reg->app_ms);
@@ -72,7 +73,7 @@ static void read_configuration(struct nc__registered *reg)
 
 /* Returns 1 if the counter has an exact rate (an OS clock); never fails:
  * CLOCK_MONOTONIC_RAW is always there at the end of the list. */
-static int calibrate_counter(struct nc__calib *cal)
+static int calibrate_counter(struct nc__calib *cal) NC_REQUIRES(nc__lib_lock)
 {
 	int64_t max_ns = (int64_t)(init.cfg.calib_max_ms * 1e6);
 	struct nc__calib_goal g = {CALIB_MIN_NS < max_ns ? CALIB_MIN_NS : max_ns, max_ns,
@@ -101,6 +102,7 @@ static int calibrate_counter(struct nc__calib *cal)
 }
 
 static void decide_rate(int exact, const struct nc__bracket *shared, const struct nc__calib *cal)
+	NC_REQUIRES(nc__lib_lock)
 {
 	const struct nc__counter *c = nc__counter();
 	if (exact)
@@ -125,17 +127,17 @@ static void decide_rate(int exact, const struct nc__bracket *shared, const struc
 /* fork() while another thread holds a lock would leave the child's copy
  * locked for ever: hold them across the fork (nc__lib_lock before the
  * narrow counters', the order the slow path takes them in). */
-static void fork_prepare(void)
+static void fork_prepare(void) NC_ACQUIRE(nc__lib_lock, nc__ext_mutex)
 {
 	nc__lock();
 	nc__ext_lock();
 }
-static void fork_parent(void)
+static void fork_parent(void) NC_RELEASE(nc__lib_lock, nc__ext_mutex)
 {
 	nc__ext_unlock();
 	nc__unlock();
 }
-static void fork_child(void)
+static void fork_child(void) NC_RELEASE(nc__lib_lock, nc__ext_mutex)
 {
 	nc__upkeep_forked();
 	nc__ext_reset_in_child();
@@ -144,7 +146,7 @@ static void fork_child(void)
 
 /* The decisions, for the application's log (delivered when the
  * initialising thread's first call ends). */
-static void report(void)
+static void report(void) NC_REQUIRES(nc__lib_lock)
 {
 	if (!nc__log_wanted(NC_LOG_WARN))
 		return;
@@ -179,7 +181,7 @@ static void report(void)
 		o.hz_measured > 0 ? o.calib_window_ms : 0, init.init_ms);
 }
 
-static void do_init(void)
+static void do_init(void) NC_EXCLUDES(nc__lib_lock)
 {
 	nc__lock();
 	__atomic_fetch_add(&nc__init_runs, 1, __ATOMIC_RELAXED);
@@ -265,6 +267,7 @@ void nc__leave(void)
 	nc__log_deliver();
 }
 
-int nc__init_status(void) { return init.status; }
-double nc__init_ms(void) { return init.init_ms; }
-const struct nc__config *nc__init_config(void) { return &init.cfg; }
+/* Unchecked by design: write-once state, read after nc__ensure_init. */
+int nc__init_status(void) NC_NO_TSA { return init.status; }
+double nc__init_ms(void) NC_NO_TSA { return init.init_ms; }
+const struct nc__config *nc__init_config(void) NC_NO_TSA { return &init.cfg; }

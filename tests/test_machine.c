@@ -132,7 +132,9 @@ static void test_cpuinfo_first_block(void **state)
 	fclose(out);
 	struct nc__machine m;
 	nc__cpuinfo_path = path;
+	nc__lock(); /* the machine read's buffer is the initialisation's */
 	nc__machine_read(&m);
+	nc__unlock();
 	nc__cpuinfo_path = "/proc/cpuinfo";
 	unlink(path);
 	assert_true(m.cpuinfo_mhz == 1234.5678);
@@ -156,7 +158,9 @@ static void test_cpuinfo_first_block(void **state)
 		fprintf(o2, "processor\t: 0\ncpu MHz\t\t: %s\nflags\t\t: fpu\n\n", mhz[i].text);
 		fclose(o2);
 		nc__cpuinfo_path = p2;
+		nc__lock();
 		nc__machine_read(&m);
+		nc__unlock();
 		nc__cpuinfo_path = "/proc/cpuinfo";
 		unlink(p2);
 		if (m.cpuinfo_mhz != mhz[i].mhz)
@@ -199,7 +203,9 @@ static void test_cpuinfo_stops_at_wanted_lines(void **state)
 	/* a read past the data would wait for ever (the test holds the FIFO
 	 * open for writing): SIGALRM ends the test instead */
 	alarm(10);
+	nc__lock();
 	nc__machine_read(&m);
+	nc__unlock();
 	alarm(0);
 	nc__cpuinfo_path = "/proc/cpuinfo";
 	int left = -1;

@@ -1287,7 +1287,9 @@ static void case_clockbound_disruption(const char *arg)
 {
 	int none = !strcmp(arg, "none");
 	snprintf(vm_path, sizeof(vm_path), "/tmp/nc-vmclock-%d", (int)getpid());
+	nc__lock();
 	nc__utc_clockbound_test_vmclock(none ? "/nonexistent/vmclock0" : vm_path);
+	nc__unlock();
 	struct cbseg g = cb_good(5000000);
 	g.marker = 42;
 	g.support = 1;

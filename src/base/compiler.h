@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What every file of the library uses: visibility, branch hints, the
- * one place that tells whether ThreadSanitizer is watching, and a string
- * copy. */
+ * one place that tells whether ThreadSanitizer is watching, the lock
+ * annotations, and a string copy. */
 #ifndef NC_BASE_COMPILER_H
 #define NC_BASE_COMPILER_H
 
@@ -60,6 +60,33 @@
 #endif
 #define NC_LD(lv) __atomic_load_n(&(lv), NC_LD_ORDER)
 #define NC_ST(lv, v) __atomic_store_n(&(lv), (v), NC_ST_ORDER)
+
+/* Lock rules the compiler checks: clang's thread-safety analysis
+ * (-Wthread-safety, which the Makefile turns on, as an error, where the
+ * compiler has it).  A capability is a lock; state says which lock guards
+ * it, functions say what they need held (REQUIRES), must not hold
+ * (EXCLUDES: they take it), take (ACQUIRE, TRY_ACQUIRE: taken when the
+ * result is the value given) or release.  Attributes only: no code, and
+ * nothing at all under other compilers.  NC_NO_TSA marks the few
+ * functions that read guarded state without its lock by design (latched
+ * or atomic values, write-once state, the lock primitives themselves):
+ * each says why where it is used. */
+#if defined(__clang__) && defined(__has_attribute)
+#if __has_attribute(capability) && __has_attribute(requires_capability)
+#define NC_TSA(x) __attribute__((x))
+#endif
+#endif
+#ifndef NC_TSA
+#define NC_TSA(x)
+#endif
+#define NC_CAPABILITY(name) NC_TSA(capability(name))
+#define NC_GUARDED_BY(l) NC_TSA(guarded_by(l))
+#define NC_REQUIRES(...) NC_TSA(requires_capability(__VA_ARGS__))
+#define NC_EXCLUDES(...) NC_TSA(locks_excluded(__VA_ARGS__))
+#define NC_ACQUIRE(...) NC_TSA(acquire_capability(__VA_ARGS__))
+#define NC_RELEASE(...) NC_TSA(release_capability(__VA_ARGS__))
+#define NC_TRY_ACQUIRE(...) NC_TSA(try_acquire_capability(__VA_ARGS__))
+#define NC_NO_TSA NC_TSA(no_thread_safety_analysis)
 
 /* src into dst[n], cut short and always terminated, the rest zeroed:
  * snprintf(dst, n, "%s", src) without the formatter (a cold start makes

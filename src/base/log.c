@@ -46,7 +46,8 @@ struct report {
 };
 
 /* Where reports go, and the queue: guarded by nc__lib_lock (src/base/lock.c).
- * `level` and `pending` are also read without it (one atomic load each). */
+ * `level` and `pending` are also read without it (one atomic load each),
+ * and `fn` by a report made while another thread holds it (busy_to_stderr). */
 static struct {
 	nc_log_fn fn;
 	void *ctx;
@@ -55,7 +56,7 @@ static struct {
 	int head, n;
 	unsigned dropped;
 	int pending;
-} reports = {.level = -1};
+} reports NC_GUARDED_BY(nc__lib_lock) = {.level = -1};
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
 static void to_stderr(void *ctx, int level, const char *msg)
@@ -78,7 +79,7 @@ static void to_stderr(void *ctx, int level, const char *msg)
  * (there is nowhere to say so).  secure_getenv: a setuid program does not
  * write where its caller's environment says.  Once, with nc__lib_lock held
  * (initialisation, nc_set_log). */
-static void read_env(void)
+static void read_env(void) NC_REQUIRES(nc__lib_lock)
 {
 	const char *v = secure_getenv("NANOCLOCK_LOG");
 	if (!v || reports.fn || (strcmp(v, "stderr") != 0 && strncmp(v, "stderr:", 7) != 0))
@@ -111,7 +112,11 @@ int nc_set_log(nc_log_fn fn, void *ctx, int level)
 	return 0;
 }
 
-int nc__log_wanted(int level) { return level <= __atomic_load_n(&reports.level, __ATOMIC_ACQUIRE); }
+/* Unchecked by design: any context may ask, the lock held or not. */
+int nc__log_wanted(int level) NC_NO_TSA
+{
+	return level <= __atomic_load_n(&reports.level, __ATOMIC_ACQUIRE);
+}
 
 /* ---- capture: one pass over the format, each argument copied by type ---- */
 static const char *skip_flags_width(const char *p, struct report *r, va_list *ap)
@@ -306,7 +311,7 @@ void nc__log_format_test(char *out, size_t outlen, const char *fmt, ...)
 	render(&r, out, outlen);
 }
 
-static void enqueue(int level, const char *fmt, va_list ap)
+static void enqueue(int level, const char *fmt, va_list ap) NC_REQUIRES(nc__lib_lock)
 {
 	if (reports.n == QLEN) {
 		__atomic_fetch_add(&reports.dropped, 1, __ATOMIC_RELAXED);
@@ -327,6 +332,12 @@ void nc__log(int level, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The lock busy (another thread, or the code this signal handler
+ * interrupted): is NANOCLOCK_LOG's stderr where reports go?  Unchecked by
+ * design: `fn` read without the lock (set at initialisation or by
+ * nc_set_log; a report that races nc_set_log goes to either side of it). */
+static int busy_to_stderr(void) NC_NO_TSA { return reports.fn == to_stderr; }
+
 void nc__log_any(int level, const char *fmt, ...)
 {
 	if (!nc__log_wanted(level))
@@ -336,7 +347,7 @@ void nc__log_any(int level, const char *fmt, ...)
 	if (nc__trylock()) {
 		enqueue(level, fmt, ap);
 		nc__unlock();
-	} else if (reports.fn == to_stderr) {
+	} else if (busy_to_stderr()) {
 		char msg[MSGLEN];
 		vsnprintf(msg, sizeof(msg), fmt, ap);
 		to_stderr(NULL, level, msg);
@@ -346,10 +357,11 @@ void nc__log_any(int level, const char *fmt, ...)
 	va_end(ap);
 }
 
-int nc__log_pending(void) { return __atomic_load_n(&reports.pending, __ATOMIC_ACQUIRE); }
+/* Unchecked by design: a flag any call may test before taking the lock. */
+int nc__log_pending(void) NC_NO_TSA { return __atomic_load_n(&reports.pending, __ATOMIC_ACQUIRE); }
 
 /* nc__lib_lock held: the oldest report and where it goes, or 0. */
-static int pop(struct report *out, nc_log_fn *fn, void **ctx)
+static int pop(struct report *out, nc_log_fn *fn, void **ctx) NC_REQUIRES(nc__lib_lock)
 {
 	unsigned dropped = __atomic_load_n(&reports.dropped, __ATOMIC_RELAXED);
 	if (dropped && reports.n < QLEN) { /* say so, in order */

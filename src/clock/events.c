@@ -25,7 +25,7 @@ static struct {
 	uint64_t t;          /* its counter value */
 	int64_t raw, boot;   /* CLOCK_MONOTONIC_RAW and CLOCK_BOOTTIME there */
 	struct nc_events ev;
-} seen;
+} seen NC_GUARDED_BY(nc__lib_lock);
 
 void nc__events_measure(struct nc__bracket *b, int64_t *boot)
 {
@@ -34,7 +34,7 @@ void nc__events_measure(struct nc__bracket *b, int64_t *boot)
 	*boot = nc__ref.boot();
 }
 
-static void remember(const struct nc__bracket *b, int64_t boot)
+static void remember(const struct nc__bracket *b, int64_t boot) NC_REQUIRES(nc__lib_lock)
 {
 	seen.t = b->mid;
 	seen.raw = b->ref;

@@ -13,18 +13,18 @@ enum { NC_LOOK_OK, NC_LOOK_JUMP, NC_LOOK_STOP };
  * CLOCK_BOOTTIME just after). */
 NC_HIDDEN void nc__events_measure(struct nc__bracket *b, int64_t *boot);
 /* The first look: the calibration's anchor (initialisation). */
-NC_HIDDEN void nc__events_start(const struct nc__bracket *b, int64_t boot);
+NC_HIDDEN void nc__events_start(const struct nc__bracket *b, int64_t boot) NC_REQUIRES(nc__lib_lock);
 /* nc__lib_lock held: compare bracket b with the last look, count what
  * happened.  On a jump the rate is re-anchored at b.  The caller acts on
  * the verdict (NC_LOOK_*). */
-NC_HIDDEN int nc__events_look(const struct nc__bracket *b, int64_t boot);
+NC_HIDDEN int nc__events_look(const struct nc__bracket *b, int64_t boot) NC_REQUIRES(nc__lib_lock);
 /* nc__lib_lock held: a look from outside a refresh (upkeep, status, info),
  * and what it calls for: a jump re-ties the timelines, a stop moves them
  * to CLOCK_MONOTONIC_RAW. */
-NC_HIDDEN void nc__events_check(void);
+NC_HIDDEN void nc__events_check(void) NC_REQUIRES(nc__lib_lock);
 /* nc__lib_lock held: the counter stopped (after a look said so). */
-NC_HIDDEN void nc__events_counter_stopped(void);
-NC_HIDDEN void nc__events_rate_changed(void);
-NC_HIDDEN void nc__events_get(struct nc_events *out);
+NC_HIDDEN void nc__events_counter_stopped(void) NC_REQUIRES(nc__lib_lock);
+NC_HIDDEN void nc__events_rate_changed(void) NC_REQUIRES(nc__lib_lock);
+NC_HIDDEN void nc__events_get(struct nc_events *out) NC_REQUIRES(nc__lib_lock);
 
 #endif

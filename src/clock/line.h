@@ -5,6 +5,7 @@
 #define NC_CLOCK_LINE_H
 
 #include "../base/compiler.h"
+#include "../base/lock.h"
 
 #include <stdint.h>
 
@@ -47,7 +48,7 @@ NC_HIDDEN uint64_t nc__epoch_behind_ticks(const struct nc__epoch *e);
 /* Publish epoch e to line l (nc__lib_lock held): read by the fast path if
  * inline_ok, else through the library.  kind: how its counter is read. */
 NC_HIDDEN void nc__line_publish(struct nc_impl_line *l, uint64_t kind, int inline_ok,
-				const struct nc__epoch *e);
+				const struct nc__epoch *e) NC_REQUIRES(nc__lib_lock);
 /* The epoch readers of l use now and how its counter is read; returns the
  * latch's sequence word (a refresh checks it did not move). */
 NC_HIDDEN uint64_t nc__line_read(const struct nc_impl_line *l, struct nc__epoch *e, uint64_t *kind);

@@ -31,49 +31,54 @@
 #define MAX_SLEW 500e-6     /* fraction of the rate */
 #define STEP_FORWARD_NS 1e6 /* further behind than this: step */
 
-/* Guarded by nc__lib_lock. */
+/* Guarded by nc__lib_lock; `lead_ns` and `on_raw` are also read without it. */
 static struct {
 	int on_raw;            /* the line reads CLOCK_MONOTONIC_RAW, not the counter */
 	double epoch_ns;       /* length of the next epoch */
 	double first_epoch_ns; /* ... after a discontinuity: learn the rate again quickly */
 	int64_t lead_ns;       /* how far ahead of CLOCK_MONOTONIC_RAW the line may be in
 				  this epoch; also read without the lock (atomic) */
-} now_line;
+} now_line NC_GUARDED_BY(nc__lib_lock);
 
 /* The line is ahead of CLOCK_MONOTONIC_RAW by `ahead` ns at its start; it
  * slews toward it through the epoch, off by at most the rate's uncertainty
  * over the epoch more, and 2 us of brackets. */
-static void set_lead(double ahead)
+static void set_lead(double ahead) NC_REQUIRES(nc__lib_lock)
 {
 	double l = (ahead > 0 ? ahead : 0) + 2000 + now_line.epoch_ns * nc__rate_true_ppm() * 1e-6;
 	__atomic_store_n(&now_line.lead_ns, (int64_t)l, __ATOMIC_RELAXED);
 }
 
-static uint64_t now_ahead_bound(void)
+/* Unchecked by design: a reader's bound, any context (an atomic load). */
+static uint64_t now_ahead_bound(void) NC_NO_TSA
 {
 	return (uint64_t)nc__mono_raw_ns() + (uint64_t)__atomic_load_n(&now_line.lead_ns, __ATOMIC_RELAXED);
 }
 
-static uint64_t now_read(void)
+/* Unchecked by design: the counter a reader of a CALL copy reads.
+ * on_raw turns 1 once (the counter stopped), before the line moves to
+ * CLOCK_MONOTONIC_RAW; a reader that raced it finds the line's sequence
+ * moved and reads again (timeline.c). */
+static uint64_t now_read(void) NC_NO_TSA
 {
 	return now_line.on_raw ? (uint64_t)nc__mono_raw_ns() : nc__counter_read();
 }
 
-static void publish(const struct nc__epoch *e)
+static void publish(const struct nc__epoch *e) NC_REQUIRES(nc__lib_lock)
 {
 	nc__line_publish(&nc_impl_g.now, now_line.on_raw ? NC_IMPL_KIND_CALL : nc__counter_kind(),
 			 !now_line.on_raw && nc__counter_inline(), e);
 }
 
 /* The counter's measured rate as a slope. */
-static void true_slope(struct nc__epoch *e)
+static void true_slope(struct nc__epoch *e) NC_REQUIRES(nc__lib_lock)
 {
 	nc__slope_from_ns(1e9 / nc__rate_true_hz(), e);
 }
 
 /* From here on the line is CLOCK_MONOTONIC_RAW, continuing from v at
  * least (never back). */
-static void move_to_raw(uint64_t v)
+static void move_to_raw(uint64_t v) NC_REQUIRES(nc__lib_lock)
 {
 	now_line.on_raw = 1;
 	struct nc__epoch e = {0, NC_NO_END, 0, 1, 0};
@@ -114,6 +119,7 @@ void nc__now_start(void)
  * reset.  It continues from the most a reader at t was handed or from the
  * reference, whichever is later: never back, and not counting a suspend. */
 static void retie(const struct nc__epoch *old, uint64_t t, const struct nc__bracket *b)
+	NC_REQUIRES(nc__lib_lock)
 {
 	uint64_t floor_v = nc__timeline_reader_value(&nc__now_timeline, old, t), v = floor_v;
 	double hz = nc__rate_true_hz();
@@ -139,7 +145,7 @@ static void retie(const struct nc__epoch *old, uint64_t t, const struct nc__brac
 
 /* The next epoch, from the old one, for a read of t at or past its end,
  * or far behind its start. */
-static void now_refresh(const struct nc__epoch *old, uint64_t t)
+static void now_refresh(const struct nc__epoch *old, uint64_t t) NC_REQUIRES(nc__lib_lock)
 {
 	if (now_line.on_raw) /* never expires; republished as it was if asked */
 		return;
@@ -198,7 +204,7 @@ static void now_refresh(const struct nc__epoch *old, uint64_t t)
 
 /* The counter stopped: CLOCK_MONOTONIC_RAW from here, continuing from the
  * most a reader was handed. */
-static void now_counter_changed(void)
+static void now_counter_changed(void) NC_REQUIRES(nc__lib_lock)
 {
 	struct nc__epoch old;
 	uint64_t kind;
@@ -208,7 +214,7 @@ static void now_counter_changed(void)
 			     : nc__timeline_reader_value(&nc__now_timeline, &old, t));
 }
 
-static void now_discontinuity(const struct nc__bracket *b)
+static void now_discontinuity(const struct nc__bracket *b) NC_REQUIRES(nc__lib_lock)
 {
 	if (now_line.on_raw)
 		return;

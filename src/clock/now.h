@@ -8,6 +8,6 @@
 NC_HIDDEN extern const struct nc__timeline nc__now_timeline;
 /* Initialisation (nc__lib_lock held): the first epoch, from the
  * calibration's anchor, or CLOCK_MONOTONIC_RAW itself for an OS clock. */
-NC_HIDDEN void nc__now_start(void);
+NC_HIDDEN void nc__now_start(void) NC_REQUIRES(nc__lib_lock);
 
 #endif

@@ -22,8 +22,8 @@
 #define MAX_TIMELINES 4
 
 /* Written at initialisation (nc__lib_lock held), read-only afterwards. */
-static const struct nc__timeline *registered[MAX_TIMELINES];
-static int nregistered;
+static const struct nc__timeline *registered[MAX_TIMELINES] NC_GUARDED_BY(nc__lib_lock);
+static int nregistered NC_GUARDED_BY(nc__lib_lock);
 
 __thread long nc__slow_calls __attribute__((tls_model("initial-exec")));
 __thread long nc__held_reads __attribute__((tls_model("initial-exec")));
@@ -33,8 +33,10 @@ void nc__timeline_register(const struct nc__timeline *tl)
 	if (nregistered < MAX_TIMELINES)
 		registered[nregistered++] = tl;
 }
-int nc__timeline_count(void) { return __atomic_load_n(&nregistered, __ATOMIC_ACQUIRE); }
-const struct nc__timeline *nc__timeline_at(int i) { return registered[i]; }
+/* Unchecked by design: the table is complete before any reader can see
+ * a line (initialisation publishes the lines after registering). */
+int nc__timeline_count(void) NC_NO_TSA { return __atomic_load_n(&nregistered, __ATOMIC_ACQUIRE); }
+const struct nc__timeline *nc__timeline_at(int i) NC_NO_TSA { return registered[i]; }
 
 uint64_t nc__timeline_counter(const struct nc__timeline *tl, uint64_t kind)
 {
@@ -89,7 +91,7 @@ uint64_t nc__timeline_read(const struct nc__timeline *tl)
 	static __thread uint64_t last[MAX_TIMELINES] __attribute__((tls_model("initial-exec")));
 	static __thread uint32_t steps_seen[MAX_TIMELINES] __attribute__((tls_model("initial-exec")));
 	int i = 0;
-	while (i < nregistered - 1 && registered[i] != tl)
+	while (i < nc__timeline_count() - 1 && nc__timeline_at(i) != tl)
 		i++;
 	uint32_t steps = tl->steps ? tl->steps() : 0;
 	uint64_t v = timeline_read(tl);

@@ -15,7 +15,9 @@ struct nc__timeline {
 	/* the counter its copies of kind NC_IMPL_KIND_CALL read (ordered) */
 	uint64_t (*read)(void);
 	/* nc__lib_lock held, the line still at old: a read of t at or past
-	 * old's end, or far behind its start.  Publishes an epoch holding t. */
+	 * old's end, or far behind its start.  Publishes an epoch holding t.
+	 * (The analysis follows no call through these pointers: each
+	 * function behind them is annotated NC_REQUIRES where it is defined.) */
 	void (*refresh)(const struct nc__epoch *old, uint64_t t);
 	/* nc__lib_lock held: the counter in use changed (it stopped) */
 	void (*counter_changed)(void);
@@ -32,8 +34,9 @@ struct nc__timeline {
 	uint64_t (*ahead_bound)(void);
 };
 
-/* Initialisation (nc__lib_lock held). */
-NC_HIDDEN void nc__timeline_register(const struct nc__timeline *tl);
+/* Initialisation (nc__lib_lock held); the table is read-only afterwards,
+ * read without the lock. */
+NC_HIDDEN void nc__timeline_register(const struct nc__timeline *tl) NC_REQUIRES(nc__lib_lock);
 NC_HIDDEN int nc__timeline_count(void);
 NC_HIDDEN const struct nc__timeline *nc__timeline_at(int i);
 
@@ -53,7 +56,7 @@ NC_HIDDEN uint64_t nc__timeline_counter(const struct nc__timeline *tl, uint64_t 
 /* ns until tl's epoch ends (0: due; 1e12: never), at its own slope. */
 NC_HIDDEN double nc__timeline_due_ns(const struct nc__timeline *tl);
 /* Refresh tl if its epoch is due (nc__lib_lock held). */
-NC_HIDDEN void nc__timeline_refresh_if_due(const struct nc__timeline *tl);
+NC_HIDDEN void nc__timeline_refresh_if_due(const struct nc__timeline *tl) NC_REQUIRES(nc__lib_lock);
 /* this thread's calls that left the inline path (tests) */
 NC_HIDDEN extern __thread long nc__slow_calls __attribute__((tls_model("initial-exec")));
 /* this thread's reads that returned an epoch's value held at its horizon

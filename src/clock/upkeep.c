@@ -63,7 +63,7 @@ static struct {
 	int retired[8];
 	int nretired;
 	int joining;     /* stops joining a thread right now: later stops wait for them */
-} upkeep;
+} upkeep NC_GUARDED_BY(nc__lib_lock);
 
 static int arm_cancel_on_set(int tfd)
 {
@@ -86,7 +86,7 @@ static void close_arg(struct thread_arg *a)
 }
 
 /* One pass: nc__lib_lock held. */
-static void upkeep_pass(int clock_was_set)
+static void upkeep_pass(int clock_was_set) NC_REQUIRES(nc__lib_lock)
 {
 	if (clock_was_set)
 		for (int i = 0; i < nc__timeline_count(); i++)
@@ -97,7 +97,7 @@ static void upkeep_pass(int clock_was_set)
 		nc__timeline_refresh_if_due(nc__timeline_at(i));
 }
 
-static double next_due_ns(void)
+static double next_due_ns(void) NC_REQUIRES(nc__lib_lock)
 {
 	double due = 1e9;
 	for (int i = 0; i < nc__timeline_count(); i++) {
@@ -108,7 +108,7 @@ static double next_due_ns(void)
 	return due;
 }
 
-static void *upkeep_main(void *p)
+static void *upkeep_main(void *p) NC_EXCLUDES(nc__lib_lock)
 {
 	struct thread_arg *a = p;
 	for (;;) {
@@ -146,7 +146,7 @@ static void *upkeep_main(void *p)
 }
 
 /* nc__lib_lock held */
-static int start_locked(void)
+static int start_locked(void) NC_REQUIRES(nc__lib_lock)
 {
 	if (upkeep.running && upkeep.pid == getpid())
 		return 0;
@@ -200,13 +200,13 @@ int nc__upkeep_start(void)
 	return start_locked();
 }
 
-static void retire(int fd)
+static void retire(int fd) NC_REQUIRES(nc__lib_lock)
 {
 	if (fd >= 0 && upkeep.nretired < (int)(sizeof(upkeep.retired) / sizeof(upkeep.retired[0])))
 		upkeep.retired[upkeep.nretired++] = fd;
 }
 
-static void unretire(int fd)
+static void unretire(int fd) NC_REQUIRES(nc__lib_lock)
 {
 	for (int i = 0; i < upkeep.nretired; i++)
 		if (upkeep.retired[i] == fd) {
@@ -280,7 +280,9 @@ void nc__upkeep_forked(void)
 	upkeep.nretired = 0;
 }
 
-int nc__upkeep_fork_pending(void)
+/* Unchecked by design: a flag every call tests before taking the lock
+ * (atomic loads; nc__upkeep_after_fork looks again under it). */
+int nc__upkeep_fork_pending(void) NC_NO_TSA
 {
 	return __atomic_load_n(&upkeep.forked, __ATOMIC_RELAXED) || __atomic_load_n(&upkeep.stale, __ATOMIC_RELAXED);
 }

@@ -80,13 +80,13 @@ static struct {
 	double prev_kslew_ppm; /* the kernel's slew at the tie before the latest */
 	int64_t lead_ns;     /* how far ahead of CLOCK_REALTIME the line may be until
 				the next tie; also read without the lock (atomic) */
-} wall = {.period_ns = 1e9};
+} wall NC_GUARDED_BY(nc__lib_lock) = {.period_ns = 1e9};
 
 enum { WHY_FIRST, WHY_PERIOD, WHY_SET };
 
 static uint64_t wall_read(void) { return nc__counter_read(); }
 
-static void publish(const struct nc__epoch *e)
+static void publish(const struct nc__epoch *e) NC_REQUIRES(nc__lib_lock)
 {
 	nc__line_publish(&nc_impl_g.wall, nc__counter_kind(), nc__counter_inline(), e);
 }
@@ -117,7 +117,7 @@ static int64_t realtime_offset(double *hw)
 	return off;
 }
 
-static void take_tie(struct tie *ti, double ns_tick, int read_kernel)
+static void take_tie(struct tie *ti, double ns_tick, int read_kernel) NC_REQUIRES(nc__lib_lock)
 {
 	struct nc__calib_io io = {NULL, nc__counter_io_read, nc__ref_io_mono};
 	nc__take_bracket(&io, TIE_TRIES, &ti->b);
@@ -162,7 +162,7 @@ static double kernel_slew_ppm(const struct nc__kclock *k, int have_k)
 	return !have_k ? 0 : fabs(k->pll_ppm) + (k->adjtime_active ? ADJTIME_PPM : 0);
 }
 
-static int kernel_rate_changed(const struct tie *ti)
+static int kernel_rate_changed(const struct tie *ti) NC_REQUIRES(nc__lib_lock)
 {
 	return wall.have && ti->have_k && wall.have_k &&
 	       fabs(nc__kclock_rate_ppm(&ti->k) - nc__kclock_rate_ppm(&wall.k)) > SAME_PPM;
@@ -171,6 +171,7 @@ static int kernel_rate_changed(const struct tie *ti)
 /* ns of CLOCK_MONOTONIC per tick to follow from this tie, and its
  * uncertainty in ppm. */
 static double followed_rate(const struct tie *ti, double ns_tick, double *rate_ppm)
+	NC_REQUIRES(nc__lib_lock)
 {
 	double slew = kernel_slew_ppm(&ti->k, ti->have_k);
 	if (kernel_rate_changed(ti) && wall.rate > 0) {
@@ -201,6 +202,7 @@ static double followed_rate(const struct tie *ti, double ns_tick, double *rate_p
 
 /* ---- publish and record ---- */
 static void record(const struct tie *ti, double rate, double rate_ppm, double err, int why)
+	NC_REQUIRES(nc__lib_lock)
 {
 	if (why != WHY_SET) {
 		/* a set's re-tie read no adjtimex and moves no rate: the next
@@ -225,7 +227,8 @@ static void record(const struct tie *ti, double rate, double rate_ppm, double er
 	__atomic_store_n(&wall.refreshes, wall.refreshes + 1, __ATOMIC_RELAXED);
 }
 
-static uint64_t wall_ahead_bound(void)
+/* Unchecked by design: a reader's bound, any context (an atomic load). */
+static uint64_t wall_ahead_bound(void) NC_NO_TSA
 {
 	return (uint64_t)nc__ref.real() + (uint64_t)__atomic_load_n(&wall.lead_ns, __ATOMIC_RELAXED);
 }
@@ -233,7 +236,7 @@ static uint64_t wall_ahead_bound(void)
 /* ---- wall_update: the phases in order ----
  * old: the published epoch, or NULL for the first tie; t: the read that
  * asked for it. */
-static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
+static void wall_update(const struct nc__epoch *old, uint64_t t, int why) NC_REQUIRES(nc__lib_lock)
 {
 	double ns_tick = 1e9 / nc__rate_true_hz(); /* the counter's own rate */
 	struct tie ti;
@@ -354,7 +357,7 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why)
 }
 
 /* ---- the timeline's entries ---- */
-static void wall_refresh(const struct nc__epoch *old, uint64_t t)
+static void wall_refresh(const struct nc__epoch *old, uint64_t t) NC_REQUIRES(nc__lib_lock)
 {
 	uint64_t seq = nc__latch_seq(&nc_impl_g.wall);
 	nc__events_check(); /* a suspend, a jump, a stop: seen within a period */
@@ -364,13 +367,13 @@ static void wall_refresh(const struct nc__epoch *old, uint64_t t)
 }
 
 /* The counter changed under Unix time (it stopped): tie again. */
-static void wall_counter_changed(void)
+static void wall_counter_changed(void) NC_REQUIRES(nc__lib_lock)
 {
 	wall.have = 0;
 	wall_update(NULL, nc__counter_read(), WHY_FIRST);
 }
 
-static void wall_system_clock(int set)
+static void wall_system_clock(int set) NC_REQUIRES(nc__lib_lock)
 {
 	if (!set)
 		return; /* a rate change is followed at the end of the epoch */
@@ -380,7 +383,9 @@ static void wall_system_clock(int set)
 	wall_update(&old, nc__timeline_counter(&nc__wall_timeline, kind), WHY_SET);
 }
 
-uint32_t nc__wall_steps(void) { return __atomic_load_n(&wall.steps, __ATOMIC_RELAXED); }
+/* Unchecked by design: the debug build's readers ask it, any context (an
+ * atomic load). */
+uint32_t nc__wall_steps(void) NC_NO_TSA { return __atomic_load_n(&wall.steps, __ATOMIC_RELAXED); }
 
 const struct nc__timeline nc__wall_timeline = {
 	.name = "nc_unix_ns",

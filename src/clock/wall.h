@@ -8,17 +8,18 @@
 
 NC_HIDDEN extern const struct nc__timeline nc__wall_timeline;
 /* Initialisation (nc__lib_lock held): the first tie; period_ms 0: 1 s. */
-NC_HIDDEN void nc__wall_start(double period_ms);
+NC_HIDDEN void nc__wall_start(double period_ms) NC_REQUIRES(nc__lib_lock);
 /* nc__lib_lock held: */
-NC_HIDDEN void nc__wall_set_period(double ms);
-NC_HIDDEN double nc__wall_period_ms(void);
+NC_HIDDEN void nc__wall_set_period(double ms) NC_REQUIRES(nc__lib_lock);
+NC_HIDDEN double nc__wall_period_ms(void) NC_REQUIRES(nc__lib_lock);
 /* Tie again now: a set of the system clock followed as a step at once
- * (nc_unix_retie, the upkeep thread's clock-set notice). */
-NC_HIDDEN void nc__wall_retie(void);
+ * (nc_unix_retie, the upkeep thread's clock-set notice; nc__lib_lock held). */
+NC_HIDDEN void nc__wall_retie(void) NC_REQUIRES(nc__lib_lock);
 /* What the tie states: everything in nc_unix_status but the kernel's view
  * (nc__lib_lock held; checks the kernel's rate first, re-tying if it
  * changed). */
-NC_HIDDEN void nc__wall_status(struct nc_unix_status *st, struct nc__kclock *k, int *have_k);
+NC_HIDDEN void nc__wall_status(struct nc_unix_status *st, struct nc__kclock *k, int *have_k)
+	NC_REQUIRES(nc__lib_lock);
 /* readable without the lock */
 NC_HIDDEN uint32_t nc__wall_steps(void);
 
@@ -34,12 +35,12 @@ struct nc__wall_tie {
 	int have_k;               /* adjtimex as read at the tie */
 	struct nc__kclock k;
 };
-NC_HIDDEN void nc__wall_tie(struct nc__wall_tie *t);
+NC_HIDDEN void nc__wall_tie(struct nc__wall_tie *t) NC_REQUIRES(nc__lib_lock);
 /* Called (nc__lib_lock held) after every new epoch of Unix time, period 1
  * when a period's tie made it, stepped_ns the step of the system clock it
  * followed (0: none): the UTC bound is republished with it (set by
  * src/utc/ when it starts; a pointer, so that the clocks call nothing
  * above them). */
-NC_HIDDEN extern void (*nc__wall_listener)(int period, double stepped_ns);
+NC_HIDDEN extern void (*nc__wall_listener)(int period, double stepped_ns) NC_GUARDED_BY(nc__lib_lock);
 
 #endif

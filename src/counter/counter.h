@@ -15,6 +15,7 @@
 
 #include "../base/compiler.h"
 #include "../base/config.h"
+#include "../base/lock.h"
 #include "../base/refclock.h"
 #include "nanoclock_info.h"
 
@@ -46,7 +47,7 @@ struct nc__machine {
 	long long sysfs_tsc_khz;
 	char unreadable[48];          /* "/proc and /sys not readable", ... ("" if both were) */
 };
-NC_HIDDEN void nc__machine_read(struct nc__machine *m);
+NC_HIDDEN void nc__machine_read(struct nc__machine *m) NC_REQUIRES(nc__lib_lock); /* its buffer's */
 /* the kernel's current clocksource, read now ("" if unreadable) */
 NC_HIDDEN void nc__machine_clocksource(char *buf, size_t len);
 /* ... the part that belongs to the process, not the boot (PR_GET_TSC) */
@@ -133,24 +134,26 @@ struct nc__ext {
 	int started;
 	long backsteps;    /* raw values that went backwards (see extend.c) */
 	long gaps;         /* gaps no rate could count in periods (see extend.c) */
-	int reading;       /* a read holds ext_lock for it (a fault leaves it held) */
+	int reading;       /* a read holds nc__ext_mutex for it (a fault leaves it held) */
 	/* the last (raw, extended) pair, latched for readers that find the
 	 * extension busy (a signal handler interrupting a read) */
 	uint64_t pub_seq, pub_raw[2], pub_ext[2];
 	int64_t pub_os[2], pub_hw[2];
 	struct nc__counter wrapped; /* reads the extended value */
 };
+/* Its lock, which guards every nc__ext (readers only try it), named for
+ * the annotations; taken for fork too, after nc__lib_lock. */
+NC_HIDDEN extern struct nc__futex_lock nc__ext_mutex;
+NC_HIDDEN void nc__ext_lock(void) NC_ACQUIRE(nc__ext_mutex);
+NC_HIDDEN void nc__ext_unlock(void) NC_RELEASE(nc__ext_mutex);
+NC_HIDDEN void nc__ext_reset_in_child(void) NC_RELEASE(nc__ext_mutex);
 NC_HIDDEN void nc__ext_init(struct nc__ext *e, const struct nc__counter *raw);
-NC_HIDDEN void nc__ext_set_hz(struct nc__ext *e, double hz);
+NC_HIDDEN void nc__ext_set_hz(struct nc__ext *e, double hz) NC_EXCLUDES(nc__ext_mutex);
 /* after a trapped read of e faulted: releases the lock it left held */
 NC_HIDDEN void nc__ext_after_fault(struct nc__ext *e);
 /* The pure core: the next extended value for raw value `raw` read at OS
  * time os_ns +- hw_ns (caller serialises). */
 NC_HIDDEN uint64_t nc__ext_step(struct nc__ext *e, uint64_t raw, int64_t os_ns, int64_t hw_ns);
-/* its lock, for fork (taken after nc__lib_lock) */
-NC_HIDDEN void nc__ext_lock(void);
-NC_HIDDEN void nc__ext_unlock(void);
-NC_HIDDEN void nc__ext_reset_in_child(void);
 
 /* ---- trap.c: run code that may fault ---- */
 /* Runs fn(arg) with SIGILL, SIGSEGV, SIGBUS and SIGFPE trapped for this
@@ -168,7 +171,7 @@ NC_HIDDEN int nc__trap_run(void (*fn)(void *), void *arg);
 NC_HIDDEN int nc__counter_check(const struct nc__counter *c, int n, uint64_t *resolution,
 				double *cost_ns, char *why, size_t whylen);
 
-/* ---- select.c ---- */
+/* ---- select.c (nc__lib_lock held: the initialisation) ---- */
 struct nc__selection {
 	const struct nc__counter *use; /* selected (extended if narrow) */
 	int index;                     /* in cands */
@@ -181,40 +184,45 @@ struct nc__selection {
 /* prefer: the counter a shared record names (NULL: none) */
 NC_HIDDEN void nc__select(const struct nc__machine *m, const struct nc__registered *reg,
 			  const char *env_counter, const char *prefer, struct nc_candidate *cands, int *n,
-			  struct nc__selection *sel);
+			  struct nc__selection *sel) NC_REQUIRES(nc__lib_lock);
 /* The stated rates of candidate i as its evaluation read them (-1 if it
  * was not evaluated): a source is read once per process. */
-NC_HIDDEN int nc__select_stated(int i, struct nc_hz_source *out, int max);
+NC_HIDDEN int nc__select_stated(int i, struct nc_hz_source *out, int max) NC_REQUIRES(nc__lib_lock);
 /* After the selected one failed later (calibration): pick the next best. */
 NC_HIDDEN void nc__select_next(struct nc_candidate *cands, int n, const char *why,
-			       struct nc__selection *sel);
+			       struct nc__selection *sel) NC_REQUIRES(nc__lib_lock);
 
 /* ---- current.c: the counter in use.  Chosen at initialisation; changed
  * once at most afterwards, to CLOCK_MONOTONIC_RAW, if it stops.  Guarded
- * by nc__lib_lock; the pointer to the counter is also read without it
- * (an acquire load). ---- */
+ * by nc__lib_lock; the pointer to the counter and its kind are also read
+ * without it (acquire loads), and the counter read. ---- */
 /* Initialisation: the machine facts (first), then the choice (env_counter: the
  * NANOCLOCK_COUNTER value, env_why: why it was refused, or ""). */
-NC_HIDDEN void nc__counter_machine_read(void);
+NC_HIDDEN void nc__counter_machine_read(void) NC_REQUIRES(nc__lib_lock);
 /* ... or the boot's facts from a shared record (with the process's own
  * part read again), and the facts in use for one. */
-NC_HIDDEN void nc__counter_machine_from(const struct nc__machine_facts *f);
-NC_HIDDEN void nc__counter_machine_facts(struct nc__machine_facts *f);
+NC_HIDDEN void nc__counter_machine_from(const struct nc__machine_facts *f)
+	NC_REQUIRES(nc__lib_lock);
+NC_HIDDEN void nc__counter_machine_facts(struct nc__machine_facts *f) NC_REQUIRES(nc__lib_lock);
 NC_HIDDEN void nc__counter_choose(const struct nc__registered *reg, const char *env_counter,
-				  const char *env_why, const char *prefer);
+				  const char *env_why, const char *prefer)
+	NC_REQUIRES(nc__lib_lock);
 /* The selected counter's stated rates (none for an OS clock). */
-NC_HIDDEN int nc__counter_stated(struct nc_hz_source *out, int max);
+NC_HIDDEN int nc__counter_stated(struct nc_hz_source *out, int max) NC_REQUIRES(nc__lib_lock);
 /* 0, or NC_ENOCOUNTER when a forced counter could not be used. */
-NC_HIDDEN int nc__counter_status(void);
+NC_HIDDEN int nc__counter_status(void) NC_REQUIRES(nc__lib_lock);
 /* The selected counter failed (calibration): the next best. */
-NC_HIDDEN void nc__counter_next(const char *why);
+NC_HIDDEN void nc__counter_next(const char *why) NC_REQUIRES(nc__lib_lock);
 /* Initialisation, after calibration: how it is read, why it was chosen;
  * rate_hz for the extension of a narrow counter. */
-NC_HIDDEN void nc__counter_settle(double rate_hz);
+NC_HIDDEN void nc__counter_settle(double rate_hz) NC_REQUIRES(nc__lib_lock);
+/* These two from any context, without the lock: */
 NC_HIDDEN const struct nc__counter *nc__counter(void);
 NC_HIDDEN uint64_t nc__counter_kind(void);   /* NC_IMPL_KIND_* of the counter in use */
-NC_HIDDEN int nc__counter_inline(void);      /* the fast path may read it inline */
-NC_HIDDEN uint64_t nc__counter_resolution(void);
+NC_HIDDEN int nc__counter_inline(void) NC_REQUIRES(nc__lib_lock); /* the fast path may read it inline */
+NC_HIDDEN uint64_t nc__counter_resolution(void) NC_REQUIRES(nc__lib_lock);
+/* The machine's facts: written by the initialisation only, read-only
+ * after it (nc_sync_check reads them without the lock). */
 NC_HIDDEN const struct nc__machine *nc__counter_machine(void);
 /* The counter in use, ordered (out of line). */
 NC_HIDDEN uint64_t nc__counter_read(void);
@@ -222,10 +230,10 @@ NC_HIDDEN uint64_t nc__counter_read(void);
  * to read, ordered, or NULL for the one in use. */
 NC_HIDDEN uint64_t nc__counter_io_read(void *ctx);
 /* The counter stopped: CLOCK_MONOTONIC_RAW from now on (lock held). */
-NC_HIDDEN void nc__counter_fall_back(void);
+NC_HIDDEN void nc__counter_fall_back(void) NC_REQUIRES(nc__lib_lock);
 /* For nc_get_info (lock held). */
 struct nc_info;
-NC_HIDDEN void nc__counter_info(struct nc_info *o);
-NC_HIDDEN const char *nc__counter_policy(void);
+NC_HIDDEN void nc__counter_info(struct nc_info *o) NC_REQUIRES(nc__lib_lock);
+NC_HIDDEN const char *nc__counter_policy(void) NC_REQUIRES(nc__lib_lock);
 
 #endif

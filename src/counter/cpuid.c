@@ -7,6 +7,8 @@
 #include <pthread.h>
 #include <string.h>
 
+/* Written once, under pthread_once (any thread may ask first: no lock),
+ * read-only afterwards. */
 static struct nc__cpuid id;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 

@@ -11,8 +11,8 @@
 #include <string.h>
 
 /* Written during initialisation (which holds nc__lib_lock) and at a
- * fall-back (nc__lib_lock held); `ctr` is also read without the lock, by
- * an acquire load, on the reading paths. */
+ * fall-back (nc__lib_lock held); `ctr` and `kind` are also read without
+ * the lock, by acquire loads, on the reading paths. */
 static struct {
 	struct nc__machine m;
 	struct nc_candidate cands[NC_MAX_CANDIDATES];
@@ -24,7 +24,7 @@ static struct {
 	int inline_ok;
 	uint64_t resolution;          /* ticks */
 	char policy[384];
-} current;
+} current NC_GUARDED_BY(nc__lib_lock);
 
 void nc__counter_choose(const struct nc__registered *reg, const char *env_counter,
 			const char *env_why, const char *prefer)
@@ -54,7 +54,8 @@ int nc__counter_stated(struct nc_hz_source *out, int max)
 
 void nc__counter_machine_read(void) { nc__machine_read(&current.m); }
 
-static struct nc__cpuid facts_cpuid; /* the record's CPUID, when its facts are used */
+/* the record's CPUID, when its facts are used (nc__lib_lock, as current) */
+static struct nc__cpuid facts_cpuid NC_GUARDED_BY(nc__lib_lock);
 
 void nc__counter_machine_from(const struct nc__machine_facts *f)
 {
@@ -123,13 +124,18 @@ void nc__counter_settle(double rate_hz)
 		       current.m.kv.tsc_unstable_why);
 }
 
-const struct nc__counter *nc__counter(void) { return __atomic_load_n(&current.ctr, __ATOMIC_ACQUIRE); }
-/* kind is stored after ctr, with release: a reader that sees the new kind
- * sees the new counter */
-uint64_t nc__counter_kind(void) { return __atomic_load_n(&current.kind, __ATOMIC_ACQUIRE); }
+/* Unchecked by design, these two: every read asks them, from any context
+ * (acquire loads).  kind is stored after ctr, with release: a reader that
+ * sees the new kind sees the new counter */
+const struct nc__counter *nc__counter(void) NC_NO_TSA
+{
+	return __atomic_load_n(&current.ctr, __ATOMIC_ACQUIRE);
+}
+uint64_t nc__counter_kind(void) NC_NO_TSA { return __atomic_load_n(&current.kind, __ATOMIC_ACQUIRE); }
 int nc__counter_inline(void) { return current.inline_ok; }
 uint64_t nc__counter_resolution(void) { return current.resolution; }
-const struct nc__machine *nc__counter_machine(void) { return &current.m; }
+/* Unchecked by design: write-once facts (counter.h). */
+const struct nc__machine *nc__counter_machine(void) NC_NO_TSA { return &current.m; }
 const char *nc__counter_policy(void) { return current.policy; }
 
 uint64_t nc__counter_read(void)

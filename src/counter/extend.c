@@ -34,9 +34,9 @@
 #include <math.h>
 #include <string.h>
 
-/* ext_lock guards every nc__ext (a narrow counter is read through the
- * library, never inline); readers only try it */
-static struct nc__futex_lock ext_lock = NC_FUTEX_LOCK_INIT;
+/* nc__ext_mutex guards every nc__ext (a narrow counter is read through
+ * the library, never inline); readers only try it */
+struct nc__futex_lock nc__ext_mutex = NC_FUTEX_LOCK_INIT;
 
 /* Ticks per ns: the calibrated rate, or until there is one (selection and
  * calibration read through here too) a rough one from the reads so far,
@@ -188,7 +188,7 @@ static uint64_t extend_aside(struct nc__ext *e, uint64_t raw, int64_t os_ns, int
  * half a period miscounts a wrap.  A wide pair is read again. */
 static uint64_t ext_read_with(struct nc__ext *e, uint64_t (*rd)(void *))
 {
-	if (!nc__futex_trylock(&ext_lock)) {
+	if (!nc__futex_trylock(&nc__ext_mutex)) {
 		int64_t a = nc__mono_raw_ns();
 		uint64_t raw = rd(e->raw->ctx);
 		int64_t b = nc__mono_raw_ns();
@@ -212,18 +212,20 @@ static uint64_t ext_read_with(struct nc__ext *e, uint64_t (*rd)(void *))
 	uint64_t v = nc__ext_step(e, raw, os1 + (os2 - os1) / 2, (os2 - os1 + 1) / 2);
 	publish(e);
 	__atomic_store_n(&e->reading, 0, __ATOMIC_RELAXED);
-	nc__futex_unlock(&ext_lock);
+	nc__futex_unlock(&nc__ext_mutex);
 	return v;
 }
 
-void nc__ext_after_fault(struct nc__ext *e)
+/* Unchecked by design: it releases a hold the analysis never saw taken
+ * (ext_read_with's, left by a fault's siglongjmp out of the read). */
+void nc__ext_after_fault(struct nc__ext *e) NC_NO_TSA
 {
 	/* the read that faulted held the lock for this extension (one that
 	 * found it taken read aside, holding nothing): only its thread
 	 * reads a candidate under probe, so the lock is that thread's */
 	if (__atomic_load_n(&e->reading, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&e->reading, 0, __ATOMIC_RELAXED);
-		nc__futex_unlock(&ext_lock);
+		nc__futex_unlock(&nc__ext_mutex);
 	}
 }
 
@@ -254,15 +256,11 @@ void nc__ext_init(struct nc__ext *e, const struct nc__counter *raw)
 
 void nc__ext_set_hz(struct nc__ext *e, double hz)
 {
-	nc__futex_lock(&ext_lock);
+	nc__futex_lock(&nc__ext_mutex);
 	__atomic_store(&e->hz, &hz, __ATOMIC_RELAXED); /* extend_aside reads it unlocked */
-	nc__futex_unlock(&ext_lock);
+	nc__futex_unlock(&nc__ext_mutex);
 }
 
-void nc__ext_lock(void) { nc__futex_lock(&ext_lock); }
-void nc__ext_reset_in_child(void)
-{
-	__atomic_store_n(&ext_lock.owner, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&ext_lock.word, 0, __ATOMIC_RELAXED);
-}
-void nc__ext_unlock(void) { nc__futex_unlock(&ext_lock); }
+void nc__ext_lock(void) { nc__futex_lock(&nc__ext_mutex); }
+void nc__ext_reset_in_child(void) { nc__futex_reset(&nc__ext_mutex); }
+void nc__ext_unlock(void) { nc__futex_unlock(&nc__ext_mutex); }

@@ -102,7 +102,8 @@ static int has_word(const char *list, const char *w)
  * cross-checked like the others).  Only the first block is read. */
 const char *nc__cpuinfo_path = "/proc/cpuinfo";
 
-NC_COLD static char cpuinfo_text[16384]; /* owned by the initialisation, under the library lock */
+/* owned by the initialisation, under the library lock */
+NC_COLD static char cpuinfo_text[16384] NC_GUARDED_BY(nc__lib_lock);
 
 /* The whole line that starts with key, read so far? */
 static int have_line(const char *text, const char *key)
@@ -114,7 +115,7 @@ static int have_line(const char *text, const char *key)
 	return 0;
 }
 
-static int read_cpuinfo(struct nc__machine *m)
+static int read_cpuinfo(struct nc__machine *m) NC_REQUIRES(nc__lib_lock)
 {
 	struct nc_kernel_view *kv = &m->kv;
 	/* Only the first CPU's block (~1.3 KB), and of it only up to the lines

@@ -6,8 +6,8 @@
  * selection and closes the registry; later registrations get NC_EBUSY,
  * because ticks already handed out belong to the selected counter. */
 #include "counter.h"
+#include "../base/lock.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,15 +17,18 @@ struct slot {
 	char name[32];
 };
 
-/* registry_lock guards the registrations below (before initialisation
- * freezes them; nothing else takes it) */
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static int frozen;
-static struct slot app;
-static int have_app;
-NC_COLD static struct slot tests[NC_MAX_REGISTERED - 1];
-static int ntests;
-static double app_ppm, app_ms;
+/* The registrations: this file owns them.  registry_lock guards them
+ * (before initialisation freezes them; nothing else takes it); read-only
+ * once frozen.  Apart, not one block: the tests' slots are large and kept
+ * in the cold section (compiler.h). */
+static struct nc__mutex registry_lock = NC_MUTEX_INIT;
+static int frozen NC_GUARDED_BY(registry_lock);
+static struct slot app NC_GUARDED_BY(registry_lock);
+static int have_app NC_GUARDED_BY(registry_lock);
+NC_COLD static struct slot tests[NC_MAX_REGISTERED - 1] NC_GUARDED_BY(registry_lock);
+static int ntests NC_GUARDED_BY(registry_lock);
+static double app_ppm NC_GUARDED_BY(registry_lock);
+static double app_ms NC_GUARDED_BY(registry_lock);
 
 static uint64_t spec_read(void *ctx)
 {
@@ -34,8 +37,9 @@ static uint64_t spec_read(void *ctx)
 }
 
 /* The application's stated rate is offered as the counter's stated source:
- * cross-checked like any other, not taken on faith. */
-static int app_stated(const struct nc__machine *m, struct nc_hz_source *out, int max)
+ * cross-checked like any other, not taken on faith.  Unchecked by design:
+ * selection asks it, after the freeze (read-only from then on). */
+static int app_stated(const struct nc__machine *m, struct nc_hz_source *out, int max) NC_NO_TSA
 {
 	(void)m;
 	if (max < 1)
@@ -71,13 +75,13 @@ static int fill(struct slot *s, const struct nc_counter_spec *spec, const char *
 
 int nc_set_counter(const struct nc_counter_spec *spec)
 {
-	pthread_mutex_lock(&registry_lock);
+	nc__mutex_lock(&registry_lock);
 	int rc = frozen ? NC_EBUSY : fill(&app, spec, "application-supplied counter");
 	if (rc == 0) {
 		app.c.stated = app_stated;
 		have_app = 1;
 	}
-	pthread_mutex_unlock(&registry_lock);
+	nc__mutex_unlock(&registry_lock);
 	return rc;
 }
 
@@ -85,13 +89,13 @@ int nc_set_calibration_target(double target_ppm, double max_ms)
 {
 	if (!(target_ppm >= 0.001 && target_ppm <= 1000) || !(max_ms >= 0.1 && max_ms <= 10000))
 		return NC_ERANGE;
-	pthread_mutex_lock(&registry_lock);
+	nc__mutex_lock(&registry_lock);
 	int rc = frozen ? NC_EBUSY : 0;
 	if (rc == 0) {
 		app_ppm = target_ppm;
 		app_ms = max_ms;
 	}
-	pthread_mutex_unlock(&registry_lock);
+	nc__mutex_unlock(&registry_lock);
 	return rc;
 }
 
@@ -99,19 +103,19 @@ int nc_set_calibration_target(double target_ppm, double max_ms)
  * stated hz makes it a fixed-rate counter, so tests need no calibration. */
 int nc__test_add_candidate(const struct nc_counter_spec *spec)
 {
-	pthread_mutex_lock(&registry_lock);
+	nc__mutex_lock(&registry_lock);
 	int rc = frozen ? NC_EBUSY : ntests >= NC_MAX_REGISTERED - 1 ? NC_ERANGE : 0;
 	if (rc == 0)
 		rc = fill(&tests[ntests], spec, "test candidate");
 	if (rc == 0)
 		tests[ntests++].c.fixed_hz = spec->hz;
-	pthread_mutex_unlock(&registry_lock);
+	nc__mutex_unlock(&registry_lock);
 	return rc;
 }
 
 void nc__registry_freeze(struct nc__registered *out)
 {
-	pthread_mutex_lock(&registry_lock);
+	nc__mutex_lock(&registry_lock);
 	frozen = 1;
 	memset(out, 0, sizeof(*out));
 	out->app = have_app ? &app.c : NULL;
@@ -120,5 +124,5 @@ void nc__registry_freeze(struct nc__registered *out)
 	out->ntest = ntests;
 	out->app_ppm = app_ppm;
 	out->app_ms = app_ms;
-	pthread_mutex_unlock(&registry_lock);
+	nc__mutex_unlock(&registry_lock);
 }

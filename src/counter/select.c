@@ -55,16 +55,27 @@
 #define CHECK_ROUNDS 10
 #define ROUGH_NS 20000 /* 1e-3 relative: plenty to state a resolution in ns */
 
-/* Per-candidate state kept for the whole process: the selected one (and
- * its extension, if narrow) is used for every read. */
-static const struct nc__counter *uses[NC_MAX_CANDIDATES];
-static struct nc__ext exts[NC_MAX_CANDIDATES];
-static int ext_used[NC_MAX_CANDIDATES];
-/* Each candidate's stated rates, as read by its evaluation (stated_n is
- * set to -1 when an evaluation starts, to the count once they are read):
- * the rate decision takes them from here, not from the files again. */
-static struct nc_hz_source stated_src[NC_MAX_CANDIDATES][NC_MAX_HZ_SOURCES];
-static int stated_n[NC_MAX_CANDIDATES];
+/* Selection's state, kept for the whole process: this file owns it,
+ * guarded by nc__lib_lock (selection runs in the initialisation, which
+ * holds it).  The small parts every start touches first, together. */
+static struct {
+	/* per candidate: what is read, the selected one (and its extension,
+	 * if narrow) for every read */
+	const struct nc__counter *uses[NC_MAX_CANDIDATES];
+	int ext_used[NC_MAX_CANDIDATES];
+	/* each candidate's stated rates, as read by its evaluation (stated_n
+	 * is set to -1 when an evaluation starts, to the count once they are
+	 * read): the rate decision takes them from here, not from the files
+	 * again */
+	int stated_n[NC_MAX_CANDIDATES];
+	/* for nc__select_next: the candidates left unmeasured */
+	const struct nc__machine *machine;
+	const struct nc__counter *list[NC_MAX_CANDIDATES];
+	struct nc_hz_source stated_src[NC_MAX_CANDIDATES][NC_MAX_HZ_SOURCES];
+	/* a narrow candidate's extension; once in use, read through the
+	 * counter under the extension's own lock (extend.c) */
+	struct nc__ext exts[NC_MAX_CANDIDATES];
+} sel_state NC_GUARDED_BY(nc__lib_lock);
 
 static int build_list(const struct nc__machine *m, const struct nc__registered *reg,
 		      const struct nc__counter **l)
@@ -120,7 +131,7 @@ static void rough_rate(struct eval *ev)
 
 /* Phase 2 and 3: everything that reads the candidate (under the fault
  * trap when the counter asks for it). */
-static void read_checks(void *arg)
+static void read_checks(void *arg) NC_REQUIRES(nc__lib_lock)
 {
 	struct eval *ev = arg;
 	const struct nc__counter *c = ev->c;
@@ -142,9 +153,9 @@ static void read_checks(void *arg)
 		return;
 	}
 	if (c->stated) {
-		struct nc_hz_source *s = stated_src[ev->i];
+		struct nc_hz_source *s = sel_state.stated_src[ev->i];
 		int n = c->stated(ev->m, s, NC_MAX_HZ_SOURCES);
-		stated_n[ev->i] = n;
+		sel_state.stated_n[ev->i] = n;
 		for (int i = 0; i < n; i++)
 			if (nc__hz_valid(s[i].hz)) {
 				ev->hz = s[i].hz;
@@ -168,21 +179,21 @@ static const char *sig_name(int sig)
 
 int nc__select_stated(int i, struct nc_hz_source *out, int max)
 {
-	if (i < 0 || i >= NC_MAX_CANDIDATES || stated_n[i] < 0)
+	if (i < 0 || i >= NC_MAX_CANDIDATES || sel_state.stated_n[i] < 0)
 		return -1;
-	int n = stated_n[i] < max ? stated_n[i] : max;
-	memcpy(out, stated_src[i], sizeof(out[0]) * (size_t)n);
+	int n = sel_state.stated_n[i] < max ? sel_state.stated_n[i] : max;
+	memcpy(out, sel_state.stated_src[i], sizeof(out[0]) * (size_t)n);
 	return n;
 }
 
 /* Phases 1-3 for candidate i (reads: per round of the monotonic check);
  * fills cands[i]. */
 static void evaluate_one_timed(const struct nc__machine *m, const struct nc__counter *c,
-			       struct nc_candidate *ci, int i, int reads);
+			       struct nc_candidate *ci, int i, int reads) NC_REQUIRES(nc__lib_lock);
 /* each candidate's evaluation, timed for the debug log (where a slow
  * start went) */
 static void evaluate_one(const struct nc__machine *m, const struct nc__counter *c,
-			 struct nc_candidate *ci, int i, int reads)
+			 struct nc_candidate *ci, int i, int reads) NC_REQUIRES(nc__lib_lock)
 {
 	if (!nc__log_wanted(NC_LOG_DEBUG)) { /* a cold start pays no clock reads for it */
 		evaluate_one_timed(m, c, ci, i, reads);
@@ -201,9 +212,9 @@ static void evaluate_one_timed(const struct nc__machine *m, const struct nc__cou
 	nc__copy(ci->what, sizeof(ci->what), c->what ? c->what : "");
 	ci->penalty_ns = c->penalty_ns;
 	ci->status = NC_CAND_REJECTED;
-	uses[i] = c;
-	ext_used[i] = 0;
-	stated_n[i] = -1;
+	sel_state.uses[i] = c;
+	sel_state.ext_used[i] = 0;
+	sel_state.stated_n[i] = -1;
 	char why[160] = "";
 	if (c->available && c->available(m, why, sizeof(why)) != 0) {
 		nc__copy(ci->reason, sizeof(ci->reason), why[0] ? why : "not available");
@@ -217,12 +228,12 @@ static void evaluate_one_timed(const struct nc__machine *m, const struct nc__cou
 	 * checked again from scratch, three times at most */
 	for (attempt = 0;; attempt++) {
 		if (c->bits < 64) {
-			nc__ext_init(&exts[i], c);
-			ext_used[i] = 1;
-			uses[i] = &exts[i].wrapped;
+			nc__ext_init(&sel_state.exts[i], c);
+			sel_state.ext_used[i] = 1;
+			sel_state.uses[i] = &sel_state.exts[i].wrapped;
 		}
 		memset(&ev, 0, sizeof(ev));
-		ev.c = uses[i];
+		ev.c = sel_state.uses[i];
 		ev.m = m;
 		ev.i = i;
 		ev.reads = reads;
@@ -232,15 +243,15 @@ static void evaluate_one_timed(const struct nc__machine *m, const struct nc__cou
 		else
 			read_checks(&ev);
 		if (sig) {
-			if (ext_used[i])
-				nc__ext_after_fault(&exts[i]);
+			if (sel_state.ext_used[i])
+				nc__ext_after_fault(&sel_state.exts[i]);
 			nc__fmt(ci->reason, sizeof(ci->reason), "faulted with %s when read",
 				 sig_name(sig));
 			return;
 		}
 		/* a gap may also have made the check fail (a still round, no
 		 * advance): checked again all the same */
-		if (!ext_used[i] || exts[i].backsteps || !exts[i].gaps)
+		if (!sel_state.ext_used[i] || sel_state.exts[i].backsteps || !sel_state.exts[i].gaps)
 			break;
 		if (attempt == 2) {
 			ev.rc = NC_ENOCOUNTER;
@@ -251,17 +262,17 @@ static void evaluate_one_timed(const struct nc__machine *m, const struct nc__cou
 			break;
 		}
 	}
-	if (ev.rc == 0 && ext_used[i] && exts[i].backsteps) {
+	if (ev.rc == 0 && sel_state.ext_used[i] && sel_state.exts[i].backsteps) {
 		ev.rc = NC_ENOCOUNTER;
 		nc__fmt(ev.why, sizeof(ev.why), "went backwards %ld times (modulo 2^%u)",
-			 exts[i].backsteps, c->bits);
+			 sel_state.exts[i].backsteps, c->bits);
 	}
 	if (ev.rc) {
 		nc__copy(ci->reason, sizeof(ci->reason), ev.why);
 		return;
 	}
-	if (ext_used[i])
-		nc__ext_set_hz(&exts[i], ev.hz);
+	if (sel_state.ext_used[i])
+		nc__ext_set_hz(&sel_state.exts[i], ev.hz);
 	ci->status = NC_CAND_USABLE;
 	ci->resolution_ticks = ev.res;
 	ci->hz = ev.hz;
@@ -279,16 +290,17 @@ static void evaluate_one_timed(const struct nc__machine *m, const struct nc__cou
 }
 
 static void set_selected(struct nc_candidate *cands, int i, struct nc__selection *sel)
+	NC_REQUIRES(nc__lib_lock)
 {
 	cands[i].status = NC_CAND_SELECTED;
-	sel->use = uses[i];
+	sel->use = sel_state.uses[i];
 	sel->index = i;
-	sel->ext = ext_used[i] ? &exts[i] : NULL;
+	sel->ext = sel_state.ext_used[i] ? &sel_state.exts[i] : NULL;
 }
 
 /* The lowest score among usable candidates; if none passed (a broken OS
  * clock?), CLOCK_MONOTONIC_RAW anyway: the one fallback rule. */
-static int best_or_fallback(struct nc_candidate *cands, int n)
+static int best_or_fallback(struct nc_candidate *cands, int n) NC_REQUIRES(nc__lib_lock)
 {
 	int best = -1;
 	for (int i = 0; i < n; i++)
@@ -298,7 +310,7 @@ static int best_or_fallback(struct nc_candidate *cands, int n)
 	if (best >= 0)
 		return best;
 	for (int i = 0; i < n; i++)
-		if (uses[i] == &nc__counter_mono_raw)
+		if (sel_state.uses[i] == &nc__counter_mono_raw)
 			best = i;
 	nc__fmt(cands[best].reason, sizeof(cands[best].reason),
 		 "used although no candidate passed the checks");
@@ -340,19 +352,16 @@ static int pick_forced(const struct nc__registered *reg, const char *env_counter
 
 /* Candidate i left unmeasured (its reason is the caller's) */
 static void skip_candidate(struct nc_candidate *cands, const struct nc__counter *const *list, int i)
+	NC_REQUIRES(nc__lib_lock)
 {
 	nc__copy(cands[i].name, sizeof(cands[i].name), list[i]->name);
 	nc__copy(cands[i].what, sizeof(cands[i].what), list[i]->what ? list[i]->what : "");
 	cands[i].penalty_ns = list[i]->penalty_ns;
 	cands[i].status = NC_CAND_SKIPPED;
-	uses[i] = list[i];
-	ext_used[i] = 0;
-	stated_n[i] = -1;
+	sel_state.uses[i] = list[i];
+	sel_state.ext_used[i] = 0;
+	sel_state.stated_n[i] = -1;
 }
-
-/* for nc__select_next: the candidates left unmeasured */
-static const struct nc__machine *sel_machine;
-static const struct nc__counter *sel_list[NC_MAX_CANDIDATES];
 
 void nc__select(const struct nc__machine *m, const struct nc__registered *reg,
 		const char *env_counter, const char *prefer, struct nc_candidate *cands, int *n_out,
@@ -363,8 +372,8 @@ void nc__select(const struct nc__machine *m, const struct nc__registered *reg,
 	memset(sel, 0, sizeof(*sel));
 	memset(cands, 0, sizeof(*cands) * NC_MAX_CANDIDATES);
 	*n_out = n;
-	sel_machine = m;
-	memcpy(sel_list, list, sizeof(list));
+	sel_state.machine = m;
+	memcpy(sel_state.list, list, sizeof(list));
 	/* A shared record names the counter its writer chose by measuring them
 	 * all on this machine during this boot: with nothing forced and no
 	 * counter of the application's, that one is checked as any candidate
@@ -448,7 +457,7 @@ void nc__select_next(struct nc_candidate *cands, int n, const char *why, struct 
 	nc__copy(cands[sel->index].reason, sizeof(cands[sel->index].reason), why);
 	for (int i = 0; i < n; i++) /* those a shared record let us skip: measured now */
 		if (cands[i].status == NC_CAND_SKIPPED)
-			evaluate_one(sel_machine, sel_list[i], &cands[i], i,
-				     sel_list[i]->fixed_hz > 0 ? OS_CLOCK_READS : CHECK_READS);
+			evaluate_one(sel_state.machine, sel_state.list[i], &cands[i], i,
+				     sel_state.list[i]->fixed_hz > 0 ? OS_CLOCK_READS : CHECK_READS);
 	set_selected(cands, best_or_fallback(cands, n), sel);
 }

@@ -52,6 +52,7 @@
  * An application that cannot accept that calls nc_init() before starting
  * its threads, or installs no counter of its own. */
 #include "counter.h"
+#include "../base/lock.h"
 
 #include <pthread.h>
 #include <setjmp.h>
@@ -78,10 +79,16 @@ struct kact {
 	unsigned long w[8];
 };
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static struct sigaction saved[NSIGS]; /* glibc's view, for forwarding and restore */
-static struct kact saved_k[NSIGS];    /* the kernel's, for the exact restore */
-static int have_k[NSIGS];
+/* The probe's state: this file owns it, guarded by trap_lock (one probe
+ * at a time); the handler also reads `saved` without it, in another thread
+ * that faults during a probe (forward). */
+static struct nc__mutex trap_lock = NC_MUTEX_INIT;
+static struct {
+	struct sigaction saved[NSIGS]; /* glibc's view, for forwarding and restore */
+	struct kact saved_k[NSIGS];    /* the kernel's, for the exact restore */
+	int have_k[NSIGS];
+} probe NC_GUARDED_BY(trap_lock);
+/* the probing thread's way out (its own: no lock) */
 static __thread sigjmp_buf *trap_env __attribute__((tls_model("initial-exec")));
 
 static int kget(int sig, struct kact *k)
@@ -107,10 +114,12 @@ static int kset(int sig, const struct kact *k)
 }
 
 /* A fault in a thread that is not probing: what the application's action
- * would have done.  Only async-signal-safe calls. */
-static void forward(int i, int sig, siginfo_t *si, void *uc)
+ * would have done.  Only async-signal-safe calls.  Unchecked by design:
+ * it reads the saved action without the lock, which the probing thread
+ * holds (it wrote the actions before it installed this handler). */
+static void forward(int i, int sig, siginfo_t *si, void *uc) NC_NO_TSA
 {
-	const struct sigaction *o = &saved[i];
+	const struct sigaction *o = &probe.saved[i];
 	int sent = si && si->si_code <= 0; /* kill(), raise(), sigqueue(): not a fault */
 	if (o->sa_handler == SIG_IGN && sent)
 		return;
@@ -151,16 +160,16 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 }
 
 /* Puts signal i's action back, unless someone replaced ours meanwhile. */
-static void restore(int i)
+static void restore(int i) NC_REQUIRES(trap_lock)
 {
 	struct sigaction cur;
 	if (sigaction(sigs[i], NULL, &cur) != 0 || !(cur.sa_flags & SA_SIGINFO) ||
 	    cur.sa_sigaction != on_fault)
 		return; /* another thread installed its own action: it stands */
-	sigaction(sigs[i], &saved[i], NULL);
+	sigaction(sigs[i], &probe.saved[i], NULL);
 	struct kact now;
-	if (have_k[i] && kget(sigs[i], &now) == 0 && memcmp(&now, &saved_k[i], sizeof(now)) != 0)
-		kset(sigs[i], &saved_k[i]);
+	if (probe.have_k[i] && kget(sigs[i], &now) == 0 && memcmp(&now, &probe.saved_k[i], sizeof(now)) != 0)
+		kset(sigs[i], &probe.saved_k[i]);
 }
 
 int nc__trap_run(void (*fn)(void *), void *arg)
@@ -175,12 +184,12 @@ int nc__trap_run(void (*fn)(void *), void *arg)
 	for (int i = 0; i < NSIGS; i++)
 		sigaddset(&faults, sigs[i]);
 
-	pthread_mutex_lock(&mu);
+	nc__mutex_lock(&trap_lock);
 	pthread_sigmask(SIG_UNBLOCK, &faults, &mask);
 	int installed[NSIGS];
 	for (int i = 0; i < NSIGS; i++) {
-		have_k[i] = kget(sigs[i], &saved_k[i]) == 0;
-		installed[i] = sigaction(sigs[i], &sa, &saved[i]) == 0;
+		probe.have_k[i] = kget(sigs[i], &probe.saved_k[i]) == 0;
+		installed[i] = sigaction(sigs[i], &sa, &probe.saved[i]) == 0;
 	}
 	sigjmp_buf env;
 	volatile int rc = 0;
@@ -196,6 +205,6 @@ int nc__trap_run(void (*fn)(void *), void *arg)
 		if (installed[i])
 			restore(i);
 	pthread_sigmask(SIG_SETMASK, &mask, NULL);
-	pthread_mutex_unlock(&mu);
+	nc__mutex_unlock(&trap_lock);
 	return rc;
 }

@@ -51,9 +51,9 @@ static struct {
 	struct nc_hz_source src[NC_MAX_HZ_SOURCES];
 	int nsrc;
 	char env_status[160]; /* NANOCLOCK_HZ: used / refused / ignored, and why */
-} rate;
+} rate NC_GUARDED_BY(nc__lib_lock);
 
-static void use(double hz, double ppm, const char *source)
+static void use(double hz, double ppm, const char *source) NC_REQUIRES(nc__lib_lock)
 {
 	uint64_t q;
 	nc_conv_t c;

@@ -13,6 +13,7 @@
 
 #include "../base/compiler.h"
 #include "../base/config.h"
+#include "../base/lock.h"
 #include "nanoclock_info.h"
 
 #include <stdint.h>
@@ -103,65 +104,69 @@ NC_HIDDEN int nc__user_rate_ok(double stated_hz, const struct nc__meas *m, int f
 
 /* ---- rate.c: the rate in use (for intervals: nc_ticks_to_ns) and the
  * counter's measured rate (for nc_now_ns, nc_unix_ns and the checks).
- * Guarded by nc__lib_lock; the conversion in use is published to readers
- * by the latch (nc_impl_g.conv). ---- */
+ * Guarded by nc__lib_lock, which each function here requires; the
+ * conversion in use is published to readers by the latch (nc_impl_g.conv).
+ * ---- */
 /* Initialisation: an OS clock, exact by definition, and its resolution. */
-NC_HIDDEN void nc__rate_set_exact(double hz, const char *source, uint64_t resolution_ticks);
+NC_HIDDEN void nc__rate_set_exact(double hz, const char *source, uint64_t resolution_ticks)
+	NC_REQUIRES(nc__lib_lock);
 /* Initialisation: the first calibration, and the counter's resolution. */
-NC_HIDDEN void nc__rate_set_measured(const struct nc__calib *c, uint64_t resolution_ticks);
+NC_HIDDEN void nc__rate_set_measured(const struct nc__calib *c, uint64_t resolution_ticks)
+	NC_REQUIRES(nc__lib_lock);
 /* Initialisation: a shared record's calibration (src/shared/), kept for
  * intervals while this process's own measurement agrees with it. */
 struct nc__bracket;
 NC_HIDDEN void nc__rate_set_shared(const struct nc__calib *c, uint64_t resolution_ticks,
-				   const struct nc__bracket *start);
+				   const struct nc__bracket *start) NC_REQUIRES(nc__lib_lock);
 /* Where nc_now_ns starts: the calibration's centroid, or for a shared
  * record the bracket taken when it was checked (its tie may be hours old:
  * its rate's error over that age would be an offset from the start). */
-NC_HIDDEN void nc__rate_start(uint64_t *tick, int64_t *ns);
+NC_HIDDEN void nc__rate_start(uint64_t *tick, int64_t *ns) NC_REQUIRES(nc__lib_lock);
 /* Initialisation: the rates stated for the counter (cross-checked; the
  * application's, named "application", used if measurement agrees) and
  * NANOCLOCK_HZ (used if measurement agrees, or forced).  0, or
  * NC_EOVERRIDE when a stated rate was refused. */
-NC_HIDDEN int nc__rate_decide(struct nc_hz_source *stated, int nstated, const struct nc__config *cfg);
+NC_HIDDEN int nc__rate_decide(struct nc_hz_source *stated, int nstated, const struct nc__config *cfg)
+	NC_REQUIRES(nc__lib_lock);
 /* What became of NANOCLOCK_HZ when it was refused or ignored before it
  * reached the rule (initialisation). */
-NC_HIDDEN void nc__rate_env_status(const char *text);
+NC_HIDDEN void nc__rate_env_status(const char *text) NC_REQUIRES(nc__lib_lock);
 /* Publish the conversion in use (initialisation's last step). */
-NC_HIDDEN void nc__rate_publish(void);
+NC_HIDDEN void nc__rate_publish(void) NC_REQUIRES(nc__lib_lock);
 /* The long baseline to bracket b (a refresh): the measurement refined, the
  * rate in use updated by the rules above.  Returns 1 when a re-measurement
  * after a discontinuity found the rate changed beyond both uncertainties. */
-NC_HIDDEN int nc__rate_refine(const struct nc__bracket *b);
+NC_HIDDEN int nc__rate_refine(const struct nc__bracket *b) NC_REQUIRES(nc__lib_lock);
 /* The counter jumped: measure again from bracket b. */
-NC_HIDDEN void nc__rate_reanchor(const struct nc__bracket *b);
+NC_HIDDEN void nc__rate_reanchor(const struct nc__bracket *b) NC_REQUIRES(nc__lib_lock);
 /* ... until the next refresh has: 1 meanwhile. */
-NC_HIDDEN int nc__rate_remeasuring(void);
+NC_HIDDEN int nc__rate_remeasuring(void) NC_REQUIRES(nc__lib_lock);
 /* The counter stopped: the OS clock that replaces it, exact. */
-NC_HIDDEN void nc__rate_counter_replaced(double hz, const char *source);
-NC_HIDDEN int nc__rate_is_exact(void);
+NC_HIDDEN void nc__rate_counter_replaced(double hz, const char *source) NC_REQUIRES(nc__lib_lock);
+NC_HIDDEN int nc__rate_is_exact(void) NC_REQUIRES(nc__lib_lock);
 /* The counter's own rate: measured (whatever rate is stated for
  * intervals), or exact; its uncertainty in ppm. */
-NC_HIDDEN double nc__rate_true_hz(void);
-NC_HIDDEN double nc__rate_true_ppm(void);
+NC_HIDDEN double nc__rate_true_hz(void) NC_REQUIRES(nc__lib_lock);
+NC_HIDDEN double nc__rate_true_ppm(void) NC_REQUIRES(nc__lib_lock);
 /* The rate in use for intervals. */
-NC_HIDDEN double nc__rate_hz(void);
-NC_HIDDEN void nc__rate_conv(nc_conv_t *out);
+NC_HIDDEN double nc__rate_hz(void) NC_REQUIRES(nc__lib_lock);
+NC_HIDDEN void nc__rate_conv(nc_conv_t *out) NC_REQUIRES(nc__lib_lock);
 /* The latest measurement as evidence (nc__user_rate_ok). */
-NC_HIDDEN void nc__rate_measurement(struct nc__meas *m);
+NC_HIDDEN void nc__rate_measurement(struct nc__meas *m) NC_REQUIRES(nc__lib_lock);
 /* The latest measurement's span (ns), 0 if none. */
-NC_HIDDEN double nc__rate_meas_window_ns(void);
+NC_HIDDEN double nc__rate_meas_window_ns(void) NC_REQUIRES(nc__lib_lock);
 /* 1 when the latest measurement is this process's own (its calibration,
  * or a refresh's baseline ending at its own bracket); 0 while it is a
  * shared record's claim, adopted and not yet measured here. */
-NC_HIDDEN int nc__rate_meas_own(void);
+NC_HIDDEN int nc__rate_meas_own(void) NC_REQUIRES(nc__lib_lock);
 /* Its worst case from bracket widths alone (ppm). */
-NC_HIDDEN double nc__rate_meas_worst_ppm(void);
+NC_HIDDEN double nc__rate_meas_worst_ppm(void) NC_REQUIRES(nc__lib_lock);
 /* The anchor: the calibration's centroid (the first epoch starts there). */
-NC_HIDDEN const struct nc__calib *nc__rate_anchor(void);
+NC_HIDDEN const struct nc__calib *nc__rate_anchor(void) NC_REQUIRES(nc__lib_lock);
 /* A stated source learnt later (the perf page): cross-checked and kept. */
-NC_HIDDEN void nc__rate_add_source(const struct nc_hz_source *s);
-NC_HIDDEN int nc__rate_sources_full(void);
+NC_HIDDEN void nc__rate_add_source(const struct nc_hz_source *s) NC_REQUIRES(nc__lib_lock);
+NC_HIDDEN int nc__rate_sources_full(void) NC_REQUIRES(nc__lib_lock);
 struct nc_info;
-NC_HIDDEN void nc__rate_info(struct nc_info *o);
+NC_HIDDEN void nc__rate_info(struct nc_info *o) NC_REQUIRES(nc__lib_lock);
 
 #endif

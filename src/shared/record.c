@@ -108,7 +108,7 @@ static struct {
 	char cpu_text[32];       /* the CPU as the last record written named it */
 	int due;                 /* a refresh found a rewrite due (atomic: nc__shared_flush) */
 	int have_ids;
-} sh;
+} sh NC_GUARDED_BY(nc__lib_lock);
 
 static const char MAGIC[8] = {'N', 'C', 'S', 'H', 'A', 'R', 'E', 'D'};
 
@@ -163,7 +163,7 @@ static void cpu_identity(char out[32], const struct nc__cpuid *c)
 	} while (0)
 
 /* Once, at initialisation: a refresh may later run in a signal handler. */
-static int ids(void)
+static int ids(void) NC_REQUIRES(nc__lib_lock)
 {
 	if (!sh.have_ids) {
 		if (boot_id(sh.boot) != 0)
@@ -270,7 +270,7 @@ static const char *implausible(const struct rec *r, int64_t now)
 /* Reads the record at path and checks all that does not need the counter:
  * 1, or 0 with why. */
 static int load_record(const char *path, const struct nc__config *cfg, struct rec *r, char *why,
-		       size_t len)
+		       size_t len) NC_REQUIRES(nc__lib_lock)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
@@ -434,7 +434,7 @@ static int check_line(const struct rec *r, struct nc__calib *out, struct nc__bra
 	return 1;
 }
 
-static void status_add(const char *fmt_path, const char *what)
+static void status_add(const char *fmt_path, const char *what) NC_REQUIRES(nc__lib_lock)
 {
 	size_t l = strlen(sh.status);
 	nc__fmt(sh.status + l, sizeof(sh.status) - l, "%s%s: %s", l ? "; " : "", fmt_path, what);
@@ -442,7 +442,7 @@ static void status_add(const char *fmt_path, const char *what)
 
 /* The places, in order: NANOCLOCK_SHARED's path alone, or the system's
  * record then the user's. */
-static int places(const struct nc__config *cfg, const char *out[2])
+static int places(const struct nc__config *cfg, const char *out[2]) NC_REQUIRES(nc__lib_lock)
 {
 	if (cfg->shared_path[0]) {
 		out[0] = cfg->shared_path;
@@ -521,7 +521,7 @@ int nc__shared_adopt(const struct nc__config *cfg, struct nc__calib *out, struct
 
 /* The record of this process's rate and tie. */
 static int fill(struct rec *r, int sync_verdict, double shift_ns, uint32_t ncpus, char *why,
-		size_t len)
+		size_t len) NC_REQUIRES(nc__lib_lock)
 {
 	memset(r, 0, sizeof(*r));
 	if (!shareable(why, len))
@@ -913,9 +913,13 @@ void nc__shared_after_refine(void)
 	__atomic_store_n(&sh.due, 1, __ATOMIC_RELEASE);
 }
 
+/* Unchecked by design: the flag every call that is not a read tests
+ * before it takes the lock (an atomic load; looked at again under it). */
+static int flush_due(void) NC_NO_TSA { return __atomic_load_n(&sh.due, __ATOMIC_ACQUIRE); }
+
 void nc__shared_flush(void)
 {
-	if (!__atomic_load_n(&sh.due, __ATOMIC_ACQUIRE))
+	if (!flush_due())
 		return;
 	struct rec r;
 	char path[256];

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* The shared calibration record (src/shared/): record.c owns its format,
  * the trust rules, and this process's view of it (status, guarded by
- * nc__lib_lock).  Depends on base, counter and rate; clock and the top
+ * nc__lib_lock, which the functions here require but nc__shared_flush,
+ * which takes it).  Depends on base, counter and rate; clock and the top
  * (init, api) call it. */
 #ifndef NC_SHARED_H
 #define NC_SHARED_H
 
 #include "../base/compiler.h"
 #include "../base/config.h"
+#include "../base/lock.h"
 #include "../counter/counter.h"
 #include "../rate/rate.h"
 
@@ -63,26 +65,27 @@ NC_HIDDEN uint64_t nc__shared_checksum(const struct nc__shared_rec *r);
  * none), which this process then need not read. */
 struct nc__machine_facts;
 NC_HIDDEN const struct nc__machine_facts *nc__shared_look(const struct nc__config *cfg,
-							  char counter[16]);
+							  char counter[16]) NC_REQUIRES(nc__lib_lock);
 /* Initialisation, after the counter is chosen: a trusted record's rate and
  * tie in *out and the bracket that checked it in *start (1), or 0 with the
  * reason kept for nanoclock info. */
 NC_HIDDEN int nc__shared_adopt(const struct nc__config *cfg, struct nc__calib *out,
-			       struct nc__bracket *start);
+			       struct nc__bracket *start) NC_REQUIRES(nc__lib_lock);
 /* Initialisation's end: where nothing was adopted, this process's
  * calibration is written as the user's record (or NANOCLOCK_SHARED's). */
-NC_HIDDEN void nc__shared_publish_own(void);
+NC_HIDDEN void nc__shared_publish_own(void) NC_REQUIRES(nc__lib_lock);
 /* A refresh refined the rate (lock held; no system call): a rewrite is
  * due when this process's measurement is now four times as certain as the
  * record's ... */
-NC_HIDDEN void nc__shared_after_refine(void);
+NC_HIDDEN void nc__shared_after_refine(void) NC_REQUIRES(nc__lib_lock);
 /* ... and done here, by the entry points that are not reads and the upkeep
  * thread (lock not held: it takes it, and writes outside it). */
-NC_HIDDEN void nc__shared_flush(void);
+NC_HIDDEN void nc__shared_flush(void) NC_EXCLUDES(nc__lib_lock);
 /* nc_shared_publish's work (lock held). */
 NC_HIDDEN int nc__shared_write(const char *path, int sync_verdict, double sync_shift_ns,
-			       uint32_t sync_ncpus, char *why, size_t whylen);
+			       uint32_t sync_ncpus, char *why, size_t whylen)
+	NC_REQUIRES(nc__lib_lock);
 struct nc_shared_status;
-NC_HIDDEN void nc__shared_status(struct nc_shared_status *st);
+NC_HIDDEN void nc__shared_status(struct nc_shared_status *st) NC_REQUIRES(nc__lib_lock);
 
 #endif

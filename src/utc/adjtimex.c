@@ -119,7 +119,7 @@ static struct {
 	enum nc__kwriter w;
 	int64_t found_raw_ns; /* CLOCK_MONOTONIC_RAW of the last scan */
 	char why[96];
-} kw;
+} kw NC_GUARDED_BY(nc__lib_lock);
 
 /* The first line of proc_root/pid/name starting with key: its value. */
 static int proc_field(const char *proc_root, const char *pid, const char *name, const char *key,
@@ -201,7 +201,7 @@ enum nc__kwriter nc__utc_find_writer(const char *proc_root)
 	return w;
 }
 
-static void name_writer(void)
+static void name_writer(void) NC_REQUIRES(nc__lib_lock)
 {
 	static const char *const names[] = {"nobody known", "ntpd", "chronyd", "systemd-timesyncd",
 					    "the user (NANOCLOCK_UTC_SOURCE=adjtimex)",
@@ -209,7 +209,7 @@ static void name_writer(void)
 	nc__fmt(kw.why, sizeof(kw.why), "written by %s", names[kw.w]);
 }
 
-static int kx_open(const char *arg, char *why, size_t len)
+static int kx_open(const char *arg, char *why, size_t len) NC_REQUIRES(nc__lib_lock)
 {
 	struct nc__kclock k;
 	if (nc__ref.kclock(&k) != 0) {
@@ -230,7 +230,7 @@ static int kx_open(const char *arg, char *why, size_t len)
 
 /* The writer, looked for only while it matters (the kernel says
  * synchronised: otherwise decode refuses whoever wrote it). */
-static void update_writer(const struct nc__kclock *k)
+static void update_writer(const struct nc__kclock *k) NC_REQUIRES(nc__lib_lock)
 {
 	if (kw.trusted)
 		return;
@@ -249,7 +249,7 @@ static void update_writer(const struct nc__kclock *k)
 	name_writer();
 }
 
-static int kx_ask(struct nc__utc_fix *f, double wait_ms)
+static int kx_ask(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__lib_lock)
 {
 	(void)wait_ms;
 	struct nc__kclock k;
@@ -268,7 +268,10 @@ static int kx_ask(struct nc__utc_fix *f, double wait_ms)
 }
 
 static void kx_close(void) {}
-static void kx_where(char *out, size_t len) { nc__fmt(out, len, "%s", kw.why); }
+static void kx_where(char *out, size_t len) NC_REQUIRES(nc__lib_lock)
+{
+	nc__fmt(out, len, "%s", kw.why);
+}
 
 const struct nc__utc_source nc__utc_adjtimex = {"adjtimex", NC_UTC_SRC_ADJTIMEX, kx_open, kx_ask,
 						kx_close, kx_where};

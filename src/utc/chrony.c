@@ -157,7 +157,8 @@ int nc__utc_chrony_decode(const unsigned char *p, size_t n, uint32_t seq, int64_
 	return 0;
 }
 
-/* ---- the source: one connected UDP socket, one request outstanding ---- */
+/* ---- the source: one connected UDP socket, one request outstanding ----
+ * Guarded by nc__lib_lock (core.c opens, asks and closes it under it). */
 static struct {
 	int fd;
 	pid_t pid;             /* the process that opened fd (a forked child reopens) */
@@ -171,9 +172,9 @@ static struct {
 	uint64_t sent_tick;
 	int64_t sent_raw;
 	uint32_t stir;
-} ch = {.fd = -1};
+} ch NC_GUARDED_BY(nc__lib_lock) = {.fd = -1};
 
-static int parse_addr(const char *arg, char *why, size_t len)
+static int parse_addr(const char *arg, char *why, size_t len) NC_REQUIRES(nc__lib_lock)
 {
 	char host[64] = "127.0.0.1";
 	unsigned long port = 323;
@@ -219,7 +220,7 @@ static int parse_addr(const char *arg, char *why, size_t len)
 
 /* the socket's descriptor if it still is the library's, else forgotten
  * (never closed: the program's own now) */
-static int own_fd(void)
+static int own_fd(void) NC_REQUIRES(nc__lib_lock)
 {
 	if (ch.fd >= 0 && !nc__utc_fd_ours(ch.fd, ch.dev, ch.ino)) {
 		ch.fd = -1;
@@ -228,7 +229,7 @@ static int own_fd(void)
 	return ch.fd;
 }
 
-static int connect_socket(void)
+static int connect_socket(void) NC_REQUIRES(nc__lib_lock)
 {
 	if (own_fd() >= 0)
 		close(ch.fd);
@@ -248,7 +249,7 @@ static int connect_socket(void)
 	return 0;
 }
 
-static int ch_open(const char *arg, char *why, size_t len)
+static int ch_open(const char *arg, char *why, size_t len) NC_REQUIRES(nc__lib_lock)
 {
 	if (parse_addr(arg, why, len) != 0)
 		return -1;
@@ -260,7 +261,7 @@ static int ch_open(const char *arg, char *why, size_t len)
 }
 
 /* a sequence number nobody else on the machine can foresee easily */
-static uint32_t next_seq(void)
+static uint32_t next_seq(void) NC_REQUIRES(nc__lib_lock)
 {
 	uint64_t x = nc__counter_read() ^ ((uint64_t)ch.pid << 32) ^ ((uint64_t)++ch.stir << 48);
 	x ^= x >> 33;
@@ -271,7 +272,7 @@ static uint32_t next_seq(void)
 	return (uint32_t)x;
 }
 
-static void send_request(void)
+static void send_request(void) NC_REQUIRES(nc__lib_lock)
 {
 	unsigned char req[REPLY_LEN];
 	ch.seq = next_seq();
@@ -283,7 +284,7 @@ static void send_request(void)
 
 /* The answer to the outstanding request, waiting at most wait_ms: 1 with
  * *f, 0 without (why in f->why when there is one) */
-static int take_reply(struct nc__utc_fix *f, double wait_ms)
+static int take_reply(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__lib_lock)
 {
 	int64_t until = nc__ref.raw() + (int64_t)(wait_ms * 1e6);
 	int other = 0; /* replies to other requests seen (late, or spoofed) */
@@ -329,7 +330,7 @@ static int take_reply(struct nc__utc_fix *f, double wait_ms)
 	}
 }
 
-static int ch_ask(struct nc__utc_fix *f, double wait_ms)
+static int ch_ask(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__lib_lock)
 {
 	memset(f, 0, sizeof(*f));
 	/* a forked child: a socket of its own; a socket no longer the
@@ -362,7 +363,7 @@ static int ch_ask(struct nc__utc_fix *f, double wait_ms)
 	return got;
 }
 
-static void ch_close(void)
+static void ch_close(void) NC_REQUIRES(nc__lib_lock)
 {
 	if (own_fd() >= 0)
 		close(ch.fd);
@@ -370,7 +371,10 @@ static void ch_close(void)
 	ch.outstanding = 0;
 }
 
-static void ch_where(char *out, size_t len) { nc__fmt(out, len, "%s", ch.where); }
+static void ch_where(char *out, size_t len) NC_REQUIRES(nc__lib_lock)
+{
+	nc__fmt(out, len, "%s", ch.where);
+}
 
 const struct nc__utc_source nc__utc_chrony = {"chrony", NC_UTC_SRC_CHRONY, ch_open, ch_ask, ch_close,
 					      ch_where};

@@ -143,7 +143,9 @@ static int read_fields(int fd, size_t len, struct cb_fields *f, char *why, size_
 	return 0;
 }
 
-/* ---- the source ---- */
+/* ---- the source ----
+ * Guarded by nc__lib_lock (core.c opens, asks and closes it under it; the
+ * API names the segment it publishes under it too). */
 static struct {
 	int fd; /* -1: none */
 	char path[160];
@@ -156,7 +158,7 @@ static struct {
 	ino_t own_ino;
 	const char *vmclock; /* tests: the page to compare markers with */
 	int no_page;         /* disruption support on, no VMClock page readable */
-} cb = {.fd = -1};
+} cb NC_GUARDED_BY(nc__lib_lock) = {.fd = -1};
 
 void nc__utc_clockbound_test_vmclock(const char *path) { cb.vmclock = path; }
 
@@ -176,7 +178,7 @@ int nc__utc_clockbound_reads(const char *path)
 	return cb.fd >= 0 && path && stat(path, &st) == 0 && st.st_dev == cb.dev && st.st_ino == cb.ino;
 }
 
-static int cb_open(const char *arg, char *why, size_t len)
+static int cb_open(const char *arg, char *why, size_t len) NC_REQUIRES(nc__lib_lock)
 {
 	nc__copy(cb.path, sizeof(cb.path), arg[0] ? arg : "/var/run/clockbound/shm0");
 	int fd = open(cb.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
@@ -209,7 +211,7 @@ static int cb_open(const char *arg, char *why, size_t len)
 	return 0;
 }
 
-static int cb_ask(struct nc__utc_fix *f, double wait_ms)
+static int cb_ask(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__lib_lock)
 {
 	(void)wait_ms;
 	memset(f, 0, sizeof(*f));
@@ -289,14 +291,14 @@ static int cb_ask(struct nc__utc_fix *f, double wait_ms)
 	return 1;
 }
 
-static void cb_close(void)
+static void cb_close(void) NC_REQUIRES(nc__lib_lock)
 {
 	if (nc__utc_fd_ours(cb.fd, cb.dev, cb.ino))
 		close(cb.fd);
 	cb.fd = -1;
 }
 
-static void cb_where(char *out, size_t len)
+static void cb_where(char *out, size_t len) NC_REQUIRES(nc__lib_lock)
 {
 	nc__fmt(out, len, "%s%s", cb.path,
 		cb.no_page ? "; disruption support on, no VMClock page readable here: a migration "

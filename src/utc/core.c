@@ -67,7 +67,7 @@ static struct {
 	int64_t retry_raw;                  /* auto: when chrony is asked again */
 	int chrony_probe;                   /* auto: a request to chrony is out */
 	char chosen[384];
-} u;
+} u NC_GUARDED_BY(nc__lib_lock);
 
 static void say(char *buf, size_t len, const char *fmt, const char *a, const char *b)
 {
@@ -125,7 +125,7 @@ static uint64_t ticks_left(uint64_t from, uint64_t end)
 	return (int64_t)(end - from) > 0 ? end - from : 0;
 }
 
-static void publish(void)
+static void publish(void) NC_REQUIRES(nc__lib_lock)
 {
 	struct nc__wall_tie ti;
 	nc__wall_tie(&ti);
@@ -178,7 +178,7 @@ static void publish(void)
 }
 
 /* ---- asking ---- */
-static void take(const struct nc__utc_fix *f)
+static void take(const struct nc__utc_fix *f) NC_REQUIRES(nc__lib_lock)
 {
 	if (f->watch_addr) {
 		u.watch_addr = f->watch_addr;
@@ -222,7 +222,7 @@ static void take(const struct nc__utc_fix *f)
 	}
 }
 
-static void ask(double wait_ms)
+static void ask(double wait_ms) NC_REQUIRES(nc__lib_lock)
 {
 	struct nc__utc_fix f;
 	if (u.src->ask(&f, wait_ms))
@@ -234,7 +234,7 @@ static void ask(double wait_ms)
 /* auto on a machine where chrony did not answer at the start: asked again
  * now and then (a daemon started after the program), never waiting: one
  * period's refresh sends the request, the next takes the answer */
-static void retry_chrony(void)
+static void retry_chrony(void) NC_REQUIRES(nc__lib_lock)
 {
 	struct nc__utc_fix f;
 	if (!u.chrony_probe) {
@@ -268,7 +268,7 @@ static void retry_chrony(void)
 
 /* wall.c's listener: a new epoch of Unix time (period: a period's tie;
  * stepped_ns: the step of the system clock it followed) */
-static void on_wall(int period, double stepped_ns)
+static void on_wall(int period, double stepped_ns) NC_REQUIRES(nc__lib_lock)
 {
 	if (stepped_ns > 0 && u.have_good) {
 		u.step_ns += stepped_ns;
@@ -285,6 +285,7 @@ static void on_wall(int period, double stepped_ns)
 
 /* ---- choosing ---- */
 static int try_source(const struct nc__utc_source *s, const char *arg, int keep)
+	NC_REQUIRES(nc__lib_lock)
 {
 	char why[200];
 	if (s->open(arg, why, sizeof(why)) != 0) {
@@ -384,7 +385,8 @@ void nc__utc_stop(void)
 	nc__log(NC_LOG_INFO, "UTC source: stopped");
 }
 
-int nc__utc_started(void) { return __atomic_load_n(&u.started, __ATOMIC_ACQUIRE); }
+/* Unchecked by design: a read asks it, any context (an acquire load). */
+int nc__utc_started(void) NC_NO_TSA { return __atomic_load_n(&u.started, __ATOMIC_ACQUIRE); }
 
 /* ---- reading from the library ---- */
 uint32_t nc__utc_growth_ppb(void)

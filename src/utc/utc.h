@@ -10,6 +10,7 @@
 
 #include "../base/compiler.h"
 #include "../base/config.h"
+#include "../base/lock.h"
 #include "../base/refclock.h"
 #include "nanoclock.h"
 
@@ -40,6 +41,8 @@ struct nc__utc_fix {
 	char why[200];       /* unknown: why; else a short description */
 };
 
+/* Each source's state is guarded by nc__lib_lock: core.c calls these with
+ * it held (each function behind them is annotated where it is defined). */
 struct nc__utc_source {
 	const char *name; /* as NANOCLOCK_UTC_SOURCE names it */
 	int id;           /* NC_UTC_SRC_* */
@@ -93,11 +96,11 @@ NC_HIDDEN int nc__utc_clockbound_publish(const char *path, const struct nc__cloc
 					 char *why, size_t len);
 /* The segment at path is this process's to publish: never opened as its
  * source (nc__lib_lock held). */
-NC_HIDDEN void nc__utc_clockbound_own(const char *path);
-/* 1 if the ClockBound source in use reads the file at path */
-NC_HIDDEN int nc__utc_clockbound_reads(const char *path);
+NC_HIDDEN void nc__utc_clockbound_own(const char *path) NC_REQUIRES(nc__lib_lock);
+/* 1 if the ClockBound source in use reads the file at path (nc__lib_lock held) */
+NC_HIDDEN int nc__utc_clockbound_reads(const char *path) NC_REQUIRES(nc__lib_lock);
 /* core.c (nc__lib_lock held): the figures a ClockBound segment states now */
-NC_HIDDEN void nc__utc_clockbound_figures(struct nc__clockbound_out *o);
+NC_HIDDEN void nc__utc_clockbound_figures(struct nc__clockbound_out *o) NC_REQUIRES(nc__lib_lock);
 
 /* adjtimex's writer, as far as it can be known: the process that runs
  * (/proc/PID/comm).  Only some write an honest bound. */
@@ -119,10 +122,10 @@ NC_HIDDEN enum nc__kwriter nc__utc_find_writer(const char *proc_root);
  * the reads to watch), mapping the device (path NULL: /dev/vmclock0) if not
  * mapped yet; 0, or -1 with why.  Under nc__lib_lock. */
 NC_HIDDEN int nc__utc_vmclock_marker(const char *path, uint64_t *marker, uint64_t *addr, char *why,
-				     size_t len);
+				     size_t len) NC_REQUIRES(nc__lib_lock);
 /* Tests: the VMClock page a ClockBound segment's disruption marker is
- * compared with (NULL: /dev/vmclock0). */
-NC_HIDDEN void nc__utc_clockbound_test_vmclock(const char *path);
+ * compared with (NULL: /dev/vmclock0; nc__lib_lock held). */
+NC_HIDDEN void nc__utc_clockbound_test_vmclock(const char *path) NC_REQUIRES(nc__lib_lock);
 /* Pure (tests feed it recorded adjtimex results): what adjtimex says,
  * written by w, as a fix (q_tick, as_of_ns left for the caller). */
 NC_HIDDEN void nc__utc_adjtimex_decode(const struct nc__kclock *k, enum nc__kwriter w,
@@ -137,10 +140,10 @@ NC_HIDDEN size_t nc__utc_chrony_request(unsigned char *p, size_t len, uint32_t s
 
 /* core.c (nc__lib_lock held unless said): choose the source and ask it
  * (nc_utc_start); 0 or NC_EUNKNOWN. */
-NC_HIDDEN int nc__utc_start(const struct nc__config *cfg);
+NC_HIDDEN int nc__utc_start(const struct nc__config *cfg) NC_REQUIRES(nc__lib_lock);
 NC_HIDDEN int nc__utc_started(void); /* any thread: start has run */
-NC_HIDDEN void nc__utc_stop(void);
-NC_HIDDEN void nc__utc_status(struct nc_utc_status *st);
+NC_HIDDEN void nc__utc_stop(void) NC_REQUIRES(nc__lib_lock);
+NC_HIDDEN void nc__utc_status(struct nc_utc_status *st) NC_REQUIRES(nc__lib_lock);
 /* The interval from the library's side (a read that left the inline
  * path): never waits. */
 NC_HIDDEN int nc__utc_read(struct nc_utc *u);

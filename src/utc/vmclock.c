@@ -54,15 +54,17 @@ static uint64_t le64(const unsigned char *p)
 	return v;
 }
 
+/* Guarded by nc__lib_lock (core.c opens and asks under it, ClockBound's
+ * source reads the marker under it). */
 static struct {
 	const volatile unsigned char *map; /* kept for the process's life */
 	size_t len;
 	char path[160];
 	uint64_t marker;   /* the marker of the last good page */
 	int have_marker;
-} vm;
+} vm NC_GUARDED_BY(nc__lib_lock);
 
-static int vm_open(const char *arg, char *why, size_t len)
+static int vm_open(const char *arg, char *why, size_t len) NC_REQUIRES(nc__lib_lock)
 {
 	if (vm.map)
 		return 0; /* mapped already (never unmapped) */
@@ -107,7 +109,7 @@ struct page {
 
 /* a whole version of the page, between two even, equal sequence numbers
  * (a few tries, never a wait): 0, or -1 when it stays odd */
-static int read_page(struct page *pg)
+static int read_page(struct page *pg) NC_REQUIRES(nc__lib_lock)
 {
 	unsigned char c[VMCLOCK_SIZE];
 	const volatile uint32_t *seq = (const volatile uint32_t *)(vm.map + 12);
@@ -141,7 +143,7 @@ static int read_page(struct page *pg)
 	return -1;
 }
 
-static int vm_ask(struct nc__utc_fix *f, double wait_ms)
+static int vm_ask(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__lib_lock)
 {
 	(void)wait_ms;
 	memset(f, 0, sizeof(*f));
@@ -245,7 +247,10 @@ int nc__utc_vmclock_marker(const char *path, uint64_t *marker, uint64_t *addr, c
 }
 
 static void vm_close(void) {} /* the mapping stays: the fast path may read its marker */
-static void vm_where(char *out, size_t len) { nc__fmt(out, len, "%s", vm.path); }
+static void vm_where(char *out, size_t len) NC_REQUIRES(nc__lib_lock)
+{
+	nc__fmt(out, len, "%s", vm.path);
+}
 
 const struct nc__utc_source nc__utc_vmclock = {"vmclock", NC_UTC_SRC_VMCLOCK, vm_open, vm_ask,
 					       vm_close, vm_where};

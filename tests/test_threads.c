@@ -8,12 +8,15 @@
 #include <cmocka.h>
 
 #include "internal.h"
+#include "nanoclock_shared.h"
 
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -390,6 +393,68 @@ static void test_fork(void **state)
 	assert_int_equal(nc_upkeep_stop(), 0); /* idempotent */
 }
 
+#ifdef NC_DEBUG
+/* The debug build checks at run time what the lock annotations say
+ * (NC_LOCK_HELD, src/base/lock.h): nc__lib_lock's holder is this thread of
+ * this process.  A function that requires it, called without it or while
+ * another thread holds it, is a failed check (counted); with it held,
+ * none.  In a child forked without atfork handlers while another thread
+ * held it, the hold is not the child's until the child takes it over.
+ * Unchecked by the compiler's analysis: the calls without the lock are
+ * the point. */
+static volatile int other_holds, other_release; /* __atomic builtins */
+static void *other_holder(void *arg)
+{
+	(void)arg;
+	nc__lock();
+	__atomic_store_n(&other_holds, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&other_release, __ATOMIC_ACQUIRE))
+		usleep(100);
+	nc__unlock();
+	return NULL;
+}
+
+static void test_lock_holder_checked(void **state) NC_NO_TSA
+{
+	(void)state;
+	struct nc_shared_status st;
+	long before = __atomic_load_n(&nc__debug_failures, __ATOMIC_RELAXED);
+	nc__lock();
+	assert_true(nc__lock_held());
+	nc__shared_status(&st);
+	nc__unlock();
+	assert_false(nc__lock_held());
+	assert_int_equal(nc__debug_failures, before);
+	nc__shared_status(&st); /* not held */
+	assert_int_equal(nc__debug_failures, before + 1);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, other_holder, NULL), 0);
+	while (!__atomic_load_n(&other_holds, __ATOMIC_ACQUIRE))
+		usleep(100);
+	assert_false(nc__lock_held()); /* held, by another thread */
+	nc__shared_status(&st);
+	assert_int_equal(nc__debug_failures, before + 2);
+	/* (qemu-user cannot fork a threaded process bare: test_reentrant) */
+	const char *emu = getenv("NC_TEST_RUN");
+	if (!(emu && emu[0])) {
+		fflush(NULL);
+		pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0); /* no atfork handlers */
+		if (pid == 0) {
+			int ok = !nc__lock_held(); /* the parent's thread's hold */
+			ok = ok && nc__trylock() && nc__lock_held(); /* taken over */
+			_exit(ok ? 0 : 1);
+		}
+		assert_true(pid > 0);
+		int w;
+		assert_int_equal(waitpid(pid, &w, 0), pid);
+		assert_true(WIFEXITED(w) && WEXITSTATUS(w) == 0);
+	}
+	__atomic_store_n(&other_release, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	assert_int_equal(nc__debug_failures, before + 2);
+}
+#endif
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -398,6 +463,9 @@ int main(void)
 		cmocka_unit_test(test_readers_during_refresh),
 		cmocka_unit_test(test_unix_readers_during_retie),
 		cmocka_unit_test(test_fork),
+#ifdef NC_DEBUG
+		cmocka_unit_test(test_lock_holder_checked),
+#endif
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,17 +2,17 @@
 /* The checks compiled in by `make MODE=debug` (NC_DEBUG): in that build
  * the fast path hands every read to the library (lines are published
  * with len 0), where each thread's values are checked for order, each new
- * epoch for continuity, and each
- * conversion rate for the 1 ns bound on sampled intervals.  A failed check
- * is reported through the log hook at NC_LOG_ERROR and counted; nothing
- * stops.  In a normal build this file only holds the counter. */
+ * epoch for continuity, each
+ * conversion rate for the 1 ns bound on sampled intervals, and each entry
+ * into a function that requires nc__lib_lock for the lock (NC_LOCK_HELD,
+ * lock.h).  A failed check is reported through the log hook at
+ * NC_LOG_ERROR and counted (nc__debug_failures, kept in log.c); nothing
+ * stops. */
 #include "debug.h"
 #include "log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
-
-long nc__debug_failures;
 
 void nc__debug_fail(const char *fmt, ...)
 {

@@ -21,6 +21,12 @@ static void futex(uint32_t *w, int op, uint32_t v)
 	syscall(SYS_futex, w, op | FUTEX_PRIVATE_FLAG, v, NULL, NULL, 0);
 }
 
+#ifdef NC_DEBUG
+/* the calling thread (a system call: no cached value, which a forked
+ * child would inherit from its parent's thread) */
+static int32_t tid(void) { return (int32_t)syscall(SYS_gettid); }
+#endif
+
 /* Taken by a process that is not this one: this is a child forked while
  * another thread of its parent held the lock, and no atfork handler ran
  * (_Fork(), a raw clone).  That thread is not here to release it: the
@@ -33,6 +39,9 @@ static int take_over(struct nc__futex_lock *l)
 		return 0;
 	if (!__atomic_compare_exchange_n(&l->owner, &o, me, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return 0;
+#ifdef NC_DEBUG
+	__atomic_store_n(&l->tid, tid(), __ATOMIC_RELAXED);
+#endif
 	__atomic_store_n(&l->word, 1, __ATOMIC_RELAXED);
 	return 1;
 }
@@ -40,6 +49,9 @@ static int take_over(struct nc__futex_lock *l)
 static void owned(struct nc__futex_lock *l)
 {
 	__atomic_store_n(&l->owner, (int32_t)getpid(), __ATOMIC_RELAXED);
+#ifdef NC_DEBUG
+	__atomic_store_n(&l->tid, tid(), __ATOMIC_RELAXED);
+#endif
 }
 
 int nc__futex_trylock(struct nc__futex_lock *l) NC_NO_TSA
@@ -74,6 +86,9 @@ void nc__futex_lock(struct nc__futex_lock *l) NC_NO_TSA
 void nc__futex_unlock(struct nc__futex_lock *l) NC_NO_TSA
 {
 	__atomic_store_n(&l->owner, 0, __ATOMIC_RELAXED);
+#ifdef NC_DEBUG
+	__atomic_store_n(&l->tid, 0, __ATOMIC_RELAXED);
+#endif
 	if (__atomic_exchange_n(&l->word, 0, __ATOMIC_RELEASE) == 2)
 		futex(&l->word, FUTEX_WAKE, 1);
 }
@@ -82,3 +97,14 @@ void nc__lock(void) { nc__futex_lock(&nc__lib_lock); }
 void nc__unlock(void) { nc__futex_unlock(&nc__lib_lock); }
 int nc__trylock(void) { return nc__futex_trylock(&nc__lib_lock); }
 void nc__lock_reset_in_child(void) { nc__futex_reset(&nc__lib_lock); }
+
+#ifdef NC_DEBUG
+/* Taken, by this process (a child that inherited its parent's hold has not
+ * taken it over yet: not held), by this thread. */
+int nc__lock_held(void)
+{
+	return __atomic_load_n(&nc__lib_lock.word, __ATOMIC_RELAXED) != 0 &&
+	       __atomic_load_n(&nc__lib_lock.owner, __ATOMIC_RELAXED) == (int32_t)getpid() &&
+	       __atomic_load_n(&nc__lib_lock.tid, __ATOMIC_RELAXED) == tid();
+}
+#endif

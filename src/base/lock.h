@@ -18,12 +18,20 @@
 
 /* A futex lock: 0 free, 1 taken, 2 taken with waiters; and the process
  * that took it (a child forked without atfork handlers, by _Fork or
- * clone, takes over a lock its parent's other thread held). */
+ * clone, takes over a lock its parent's other thread held).  The debug
+ * build records the thread too, for nc__lock_held. */
 struct NC_CAPABILITY("mutex") nc__futex_lock {
 	uint32_t word;
 	int32_t owner;
+#ifdef NC_DEBUG
+	int32_t tid;
+#endif
 };
+#ifdef NC_DEBUG
+#define NC_FUTEX_LOCK_INIT {0, 0, 0}
+#else
 #define NC_FUTEX_LOCK_INIT {0, 0}
+#endif
 NC_HIDDEN void nc__futex_lock(struct nc__futex_lock *l) NC_ACQUIRE(*l);
 NC_HIDDEN void nc__futex_unlock(struct nc__futex_lock *l) NC_RELEASE(*l);
 /* 1 if taken: one compare-and-swap, never waits, async-signal-safe */
@@ -33,6 +41,9 @@ NC_HIDDEN int nc__futex_trylock(struct nc__futex_lock *l) NC_TRY_ACQUIRE(1, *l);
 static inline void nc__futex_reset(struct nc__futex_lock *l) NC_RELEASE(*l) NC_NO_TSA
 {
 	__atomic_store_n(&l->owner, 0, __ATOMIC_RELAXED);
+#ifdef NC_DEBUG
+	__atomic_store_n(&l->tid, 0, __ATOMIC_RELAXED);
+#endif
 	__atomic_store_n(&l->word, 0, __ATOMIC_RELAXED);
 }
 
@@ -60,5 +71,20 @@ static inline void nc__mutex_unlock(struct nc__mutex *l) NC_RELEASE(*l) NC_NO_TS
 {
 	pthread_mutex_unlock(&l->m);
 }
+
+/* NC_LOCK_HELD(), first thing in the main functions that require
+ * nc__lib_lock: the debug build checks at run time what the annotation
+ * says (the analysis follows no call through a pointer, nor the tests'
+ * calls).  nc__lock_held: this thread of this process holds it (a load
+ * and two system calls: async-signal-safe).  A failure is counted and
+ * reported as the other debug checks' (debug.h), by log.c, whose own
+ * queue functions check too and could not call back into debug.c. */
+#ifdef NC_DEBUG
+NC_HIDDEN int nc__lock_held(void);
+NC_HIDDEN void nc__lock_not_held(const char *func);
+#define NC_LOCK_HELD() (nc__lock_held() ? (void)0 : nc__lock_not_held(__func__))
+#else
+#define NC_LOCK_HELD() ((void)0)
+#endif
 
 #endif

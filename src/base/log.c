@@ -12,6 +12,7 @@
  * signal handler only copied a few words, and the formatting and the
  * application's function run later, in a call that is not a read. */
 #include "log.h"
+#include "debug.h"
 #include "lock.h"
 
 #include <pthread.h>
@@ -58,6 +59,12 @@ static struct {
 	int pending;
 } reports NC_GUARDED_BY(nc__lib_lock) = {.level = -1};
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+/* The debug checks' failures (debug.h), counted here where they are
+ * reported: this file's own checks (NC_LOCK_HELD in the queue's functions)
+ * count them too, without a call back into debug.c, which reports through
+ * this file. */
+long nc__debug_failures;
 
 static void to_stderr(void *ctx, int level, const char *msg)
 {
@@ -324,6 +331,7 @@ static void enqueue(int level, const char *fmt, va_list ap) NC_REQUIRES(nc__lib_
 
 void nc__log(int level, const char *fmt, ...)
 {
+	NC_LOCK_HELD();
 	if (!nc__log_wanted(level))
 		return;
 	va_list ap;
@@ -357,12 +365,21 @@ void nc__log_any(int level, const char *fmt, ...)
 	va_end(ap);
 }
 
+#ifdef NC_DEBUG
+void nc__lock_not_held(const char *func)
+{
+	__atomic_fetch_add(&nc__debug_failures, 1, __ATOMIC_RELAXED);
+	nc__log_any(NC_LOG_ERROR, "debug check failed: %s called without nc__lib_lock", func);
+}
+#endif
+
 /* Unchecked by design: a flag any call may test before taking the lock. */
 int nc__log_pending(void) NC_NO_TSA { return __atomic_load_n(&reports.pending, __ATOMIC_ACQUIRE); }
 
 /* nc__lib_lock held: the oldest report and where it goes, or 0. */
 static int pop(struct report *out, nc_log_fn *fn, void **ctx) NC_REQUIRES(nc__lib_lock)
 {
+	NC_LOCK_HELD();
 	unsigned dropped = __atomic_load_n(&reports.dropped, __ATOMIC_RELAXED);
 	if (dropped && reports.n < QLEN) { /* say so, in order */
 		static const char fmt[] = "%u reports dropped (more than %d at once)";

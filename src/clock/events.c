@@ -46,6 +46,7 @@ void nc__events_start(const struct nc__bracket *b, int64_t boot) { remember(b, b
 
 int nc__events_look(const struct nc__bracket *b, int64_t boot)
 {
+	NC_LOCK_HELD();
 	if (!seen.have || b->width == UINT64_MAX) {
 		if (b->width != UINT64_MAX)
 			remember(b, boot);
@@ -90,6 +91,7 @@ void nc__events_rate_changed(void) { seen.ev.rate_changes++; }
 
 void nc__events_counter_stopped(void)
 {
+	NC_LOCK_HELD();
 	nc__counter_fall_back();
 	nc__rate_counter_replaced(1e9, "exact (the counter stopped)");
 	for (int i = 0; i < nc__timeline_count(); i++)
@@ -98,6 +100,7 @@ void nc__events_counter_stopped(void)
 
 void nc__events_check(void)
 {
+	NC_LOCK_HELD();
 	if (nc__rate_is_exact())
 		return;
 	struct nc__bracket b;

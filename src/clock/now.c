@@ -90,6 +90,7 @@ static void move_to_raw(uint64_t v) NC_REQUIRES(nc__lib_lock)
 
 void nc__now_start(void)
 {
+	NC_LOCK_HELD();
 	if (nc__rate_is_exact()) {
 		move_to_raw(0);
 		return;
@@ -147,6 +148,7 @@ static void retie(const struct nc__epoch *old, uint64_t t, const struct nc__brac
  * or far behind its start. */
 static void now_refresh(const struct nc__epoch *old, uint64_t t) NC_REQUIRES(nc__lib_lock)
 {
+	NC_LOCK_HELD();
 	if (now_line.on_raw) /* never expires; republished as it was if asked */
 		return;
 	uint64_t L = old->t0 + old->span;
@@ -206,6 +208,7 @@ static void now_refresh(const struct nc__epoch *old, uint64_t t) NC_REQUIRES(nc_
  * most a reader was handed. */
 static void now_counter_changed(void) NC_REQUIRES(nc__lib_lock)
 {
+	NC_LOCK_HELD();
 	struct nc__epoch old;
 	uint64_t kind;
 	nc__line_read(&nc_impl_g.now, &old, &kind);
@@ -216,6 +219,7 @@ static void now_counter_changed(void) NC_REQUIRES(nc__lib_lock)
 
 static void now_discontinuity(const struct nc__bracket *b) NC_REQUIRES(nc__lib_lock)
 {
+	NC_LOCK_HELD();
 	if (now_line.on_raw)
 		return;
 	struct nc__epoch old;

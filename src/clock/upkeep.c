@@ -88,6 +88,7 @@ static void close_arg(struct thread_arg *a)
 /* One pass: nc__lib_lock held. */
 static void upkeep_pass(int clock_was_set) NC_REQUIRES(nc__lib_lock)
 {
+	NC_LOCK_HELD();
 	if (clock_was_set)
 		for (int i = 0; i < nc__timeline_count(); i++)
 			if (nc__timeline_at(i)->system_clock)
@@ -196,6 +197,7 @@ static int start_locked(void) NC_REQUIRES(nc__lib_lock)
 
 int nc__upkeep_start(void)
 {
+	NC_LOCK_HELD();
 	upkeep.wanted = 1;
 	return start_locked();
 }
@@ -219,6 +221,7 @@ static void unretire(int fd) NC_REQUIRES(nc__lib_lock)
  * unlocked: the thread may be waiting for the lock. */
 int nc__upkeep_stop(void)
 {
+	NC_LOCK_HELD();
 	upkeep.wanted = 0;
 	if (!(upkeep.running && upkeep.pid == getpid())) {
 		upkeep.running = 0;
@@ -261,6 +264,8 @@ int nc__upkeep_stop(void)
 int nc__upkeep_running(void) { return upkeep.running && upkeep.pid == getpid(); }
 const char *nc__upkeep_note(void) { return upkeep.note; }
 
+/* (no NC_LOCK_HELD: the hold is the parent's thread's, taken before the
+ * fork, and this process is not the one that took it) */
 void nc__upkeep_forked(void)
 {
 	upkeep.forked = upkeep.wanted;
@@ -289,6 +294,7 @@ int nc__upkeep_fork_pending(void) NC_NO_TSA
 
 void nc__upkeep_after_fork(void)
 {
+	NC_LOCK_HELD();
 	free(upkeep.stale);
 	upkeep.stale = NULL;
 	if (upkeep.forked) {

@@ -238,6 +238,7 @@ static uint64_t wall_ahead_bound(void) NC_NO_TSA
  * asked for it. */
 static void wall_update(const struct nc__epoch *old, uint64_t t, int why) NC_REQUIRES(nc__lib_lock)
 {
+	NC_LOCK_HELD();
 	double ns_tick = 1e9 / nc__rate_true_hz(); /* the counter's own rate */
 	struct tie ti;
 	take_tie(&ti, ns_tick, why != WHY_SET); /* a set is followed at once: no system call more */
@@ -421,6 +422,7 @@ void (*nc__wall_listener)(int period, double stepped_ns);
 
 void nc__wall_tie(struct nc__wall_tie *t)
 {
+	NC_LOCK_HELD();
 	nc__latch_read_line(&nc_impl_g.wall, &t->line);
 	t->tick = wall.tie_tick;
 	t->ns_per_tick = 1e9 / nc__rate_true_hz();
@@ -440,6 +442,7 @@ void nc__wall_tie(struct nc__wall_tie *t)
 
 void nc__wall_status(struct nc_unix_status *st, struct nc__kclock *k, int *have_k)
 {
+	NC_LOCK_HELD();
 	*have_k = nc__ref.kclock(k) == 0;
 	double age_s = (double)(nc__mono_raw_ns() - wall.tie_raw) / 1e9;
 	/* the kernel's rate moved since the tie (by what adjtimex states, and

@@ -29,6 +29,7 @@ static struct {
 void nc__counter_choose(const struct nc__registered *reg, const char *env_counter,
 			const char *env_why, const char *prefer)
 {
+	NC_LOCK_HELD();
 	nc__select(&current.m, reg, env_counter, prefer, current.cands, &current.ncand, &current.sel);
 	if (env_why[0] && !current.sel.status) {
 		/* an unusable NANOCLOCK_COUNTER value forces nothing, and says so */
@@ -155,6 +156,7 @@ uint64_t nc__counter_io_read(void *ctx)
 
 void nc__counter_fall_back(void)
 {
+	NC_LOCK_HELD();
 	__atomic_store_n(&current.ctr, &nc__counter_mono_raw, __ATOMIC_RELEASE);
 	__atomic_store_n(&current.kind, NC_IMPL_KIND_CALL, __ATOMIC_RELEASE);
 	current.inline_ok = 0;
@@ -162,6 +164,7 @@ void nc__counter_fall_back(void)
 
 void nc__counter_info(struct nc_info *o)
 {
+	NC_LOCK_HELD();
 	o->counter = nc__counter()->name;
 	o->resolution_ticks = current.resolution;
 	nc__copy(o->policy, sizeof(o->policy), current.policy);

@@ -69,6 +69,7 @@ static void use(double hz, double ppm, const char *source) NC_REQUIRES(nc__lib_l
 
 void nc__rate_publish(void)
 {
+	NC_LOCK_HELD();
 #ifdef NC_DEBUG
 	nc__debug_check_conv(&rate.conv);
 #endif
@@ -78,6 +79,7 @@ void nc__rate_publish(void)
 
 void nc__rate_set_exact(double hz, const char *source, uint64_t resolution_ticks)
 {
+	NC_LOCK_HELD();
 	rate.resolution = resolution_ticks;
 	rate.exact = 1;
 	rate.stated = rate.forced = rate.shared = 0;
@@ -86,6 +88,7 @@ void nc__rate_set_exact(double hz, const char *source, uint64_t resolution_ticks
 
 void nc__rate_set_measured(const struct nc__calib *c, uint64_t resolution_ticks)
 {
+	NC_LOCK_HELD();
 	rate.cal = *c;
 	rate.resolution = resolution_ticks;
 	rate.meas_hz = c->hz;
@@ -99,6 +102,7 @@ void nc__rate_set_measured(const struct nc__calib *c, uint64_t resolution_ticks)
 void nc__rate_set_shared(const struct nc__calib *c, uint64_t resolution_ticks,
 			 const struct nc__bracket *start)
 {
+	NC_LOCK_HELD();
 	nc__rate_set_measured(c, resolution_ticks);
 	rate.meas_own = 0; /* the record's claim until a refresh measures it here */
 	rate.shared = 1;
@@ -128,6 +132,7 @@ void nc__rate_measurement(struct nc__meas *m)
 
 int nc__rate_decide(struct nc_hz_source *stated, int nstated, const struct nc__config *cfg)
 {
+	NC_LOCK_HELD();
 	int status = 0;
 	if (rate.exact) {
 		if (cfg->hz > 0)
@@ -186,6 +191,7 @@ void nc__rate_env_status(const char *text)
 
 int nc__rate_refine(const struct nc__bracket *b)
 {
+	NC_LOCK_HELD();
 	double hz_l, ppm_l;
 	if (rate.exact || b->width == UINT64_MAX || nc__calib_extend(&rate.cal, b, &hz_l, &ppm_l) != 0)
 		return 0;
@@ -258,6 +264,7 @@ int nc__rate_refine(const struct nc__bracket *b)
 
 void nc__rate_reanchor(const struct nc__bracket *b)
 {
+	NC_LOCK_HELD();
 	rate.cal.anchor_tick = b->mid;
 	rate.cal.anchor_ns = b->ref;
 	rate.remeasure = 1;
@@ -265,6 +272,7 @@ void nc__rate_reanchor(const struct nc__bracket *b)
 
 void nc__rate_counter_replaced(double hz, const char *source)
 {
+	NC_LOCK_HELD();
 	rate.meas_hz = rate.meas_ppm = 0; /* a measurement of the old counter */
 	rate.meas_own = 0;
 	nc__rate_set_exact(hz, source, 1);
@@ -281,6 +289,7 @@ int nc__rate_sources_full(void) { return rate.nsrc >= NC_MAX_HZ_SOURCES; }
 
 void nc__rate_add_source(const struct nc_hz_source *s)
 {
+	NC_LOCK_HELD();
 	if (rate.nsrc >= NC_MAX_HZ_SOURCES)
 		return;
 	rate.src[rate.nsrc] = *s;
@@ -292,6 +301,7 @@ void nc__rate_add_source(const struct nc_hz_source *s)
 
 void nc__rate_info(struct nc_info *o)
 {
+	NC_LOCK_HELD();
 	o->hz = rate.hz;
 	o->hz_uncertainty_ppm = rate.ppm;
 	o->hz_source = rate.source;

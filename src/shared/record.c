@@ -455,6 +455,7 @@ static int places(const struct nc__config *cfg, const char *out[2]) NC_REQUIRES(
 
 const struct nc__machine_facts *nc__shared_look(const struct nc__config *cfg, char counter[16])
 {
+	NC_LOCK_HELD();
 	char why[192];
 	counter[0] = 0;
 	sh.looked = 1;
@@ -490,6 +491,7 @@ const struct nc__machine_facts *nc__shared_look(const struct nc__config *cfg, ch
 
 int nc__shared_adopt(const struct nc__config *cfg, struct nc__calib *out, struct nc__bracket *start)
 {
+	NC_LOCK_HELD();
 	char why[192];
 	if (sh.cand_i < 0)
 		return 0;
@@ -845,6 +847,7 @@ static int write_rec(const char *path, struct rec *r, char *why, size_t len)
 int nc__shared_write(const char *path, int sync_verdict, double sync_shift_ns, uint32_t sync_ncpus,
 		     char *why, size_t whylen)
 {
+	NC_LOCK_HELD();
 	struct rec r;
 	int rc = fill(&r, sync_verdict, sync_shift_ns, sync_ncpus, why, whylen);
 	if (rc == 0) {
@@ -868,6 +871,7 @@ int nc__shared_write(const char *path, int sync_verdict, double sync_shift_ns, u
 
 void nc__shared_publish_own(void)
 {
+	NC_LOCK_HELD();
 	if (sh.adopted || !sh.own_path[0])
 		return;
 	char why[192];
@@ -893,6 +897,7 @@ void nc__shared_publish_own(void)
 
 void nc__shared_after_refine(void)
 {
+	NC_LOCK_HELD();
 	/* a refresh, maybe in a signal handler, maybe a read's: it only
 	 * decides (no system call, errno untouched); the write is
 	 * nc__shared_flush's, outside the reading paths */
@@ -945,6 +950,7 @@ void nc__shared_flush(void)
 
 void nc__shared_status(struct nc_shared_status *st)
 {
+	NC_LOCK_HELD();
 	memset(st, 0, sizeof(*st));
 	st->adopted = sh.adopted;
 	st->published = sh.published;

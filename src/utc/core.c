@@ -270,6 +270,7 @@ static void retry_chrony(void) NC_REQUIRES(nc__lib_lock)
  * stepped_ns: the step of the system clock it followed) */
 static void on_wall(int period, double stepped_ns) NC_REQUIRES(nc__lib_lock)
 {
+	NC_LOCK_HELD();
 	if (stepped_ns > 0 && u.have_good) {
 		u.step_ns += stepped_ns;
 		u.step_tick = nc__counter_read();
@@ -317,6 +318,7 @@ static int try_source(const struct nc__utc_source *s, const char *arg, int keep)
 
 int nc__utc_start(const struct nc__config *cfg)
 {
+	NC_LOCK_HELD();
 	if (u.started && !u.stopped)
 		return u.have_good && !u.lost ? 0 : NC_EUNKNOWN;
 	if (u.stopped) { /* chosen again from nothing (the figures were cleared at the stop) */
@@ -368,6 +370,7 @@ int nc__utc_start(const struct nc__config *cfg)
  * back (nor in a signal handler). */
 void nc__utc_stop(void)
 {
+	NC_LOCK_HELD();
 	if (!u.started || u.stopped)
 		return;
 	if (u.src)
@@ -449,6 +452,7 @@ int nc__utc_read(struct nc_utc *out)
 /* ---- what it is made of ---- */
 void nc__utc_status(struct nc_utc_status *st)
 {
+	NC_LOCK_HELD();
 	memset(st, 0, sizeof(*st));
 	struct nc_utc r;
 	nc__utc_read(&r);
@@ -488,6 +492,7 @@ void nc__utc_status(struct nc_utc_status *st)
 /* ---- as a ClockBound segment (the daemon's --clockbound) ---- */
 void nc__utc_clockbound_figures(struct nc__clockbound_out *o)
 {
+	NC_LOCK_HELD();
 	memset(o, 0, sizeof(*o));
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);

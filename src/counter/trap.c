@@ -168,7 +168,8 @@ static void restore(int i) NC_REQUIRES(trap_lock)
 		return; /* another thread installed its own action: it stands */
 	sigaction(sigs[i], &probe.saved[i], NULL);
 	struct kact now;
-	if (probe.have_k[i] && kget(sigs[i], &now) == 0 && memcmp(&now, &probe.saved_k[i], sizeof(now)) != 0)
+	if (probe.have_k[i] && kget(sigs[i], &now) == 0 &&
+	    memcmp(&now, &probe.saved_k[i], sizeof(now)) != 0)
 		kset(sigs[i], &probe.saved_k[i]);
 }
 

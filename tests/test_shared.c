@@ -28,6 +28,7 @@
 #include <sched.h>
 #include <grp.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -369,6 +370,152 @@ static void test_two_processes_convert_identically(void **state)
 		      "%lld, %lld ns (stated bounds %lld, %lld, %lld ns)\n", b.status, b.hz / 1e6, b.ppm,
 		      (long long)a.raw_off_ns, (long long)b.raw_off_ns, (long long)c.raw_off_ns,
 		      (long long)a.lead_ns, (long long)b.lead_ns, (long long)c.lead_ns);
+}
+
+/* Processes that adopted one record: their nc_now_ns() agree to within
+ * the sum of the bounds each states on its distance from
+ * CLOCK_MONOTONIC_RAW (docs/shared-clock.md, man 3: each starts on it at
+ * the bracket that checked the record and re-ties on its own).  Two such
+ * processes hand a cache line back and forth in shared memory, each
+ * reading nc_now_ns() when its turn comes: each read of one lies between
+ * two reads of the other in time, so it must lie between their values
+ * widened by both processes' stated bounds (tests/stated.h, the larger of
+ * before and after the hand-offs; the width of the other's two reads is
+ * the measured allowance for the hand-off itself).  The narrowest of
+ * those brackets says how far apart the two clocks really are. */
+#define AGREE_TURNS 2000
+struct agree {
+	uint64_t turn __attribute__((aligned(64))); /* even: side 0 reads next, odd: side 1 */
+	int ready[2], adopted[2];
+	char status[2][384];
+	char source[2][32];
+	int64_t lead_ns[2];
+	uint64_t v[2][AGREE_TURNS];
+};
+
+static void agree_side(struct agree *g, int me)
+{
+	alarm(120);
+	set_goal();
+	setenv("NANOCLOCK_SHARED", path, 1);
+	nc_init();
+	struct nc_shared_status st;
+	nc_get_shared_status(&st);
+	g->adopted[me] = st.adopted;
+	snprintf(g->status[me], sizeof(g->status[me]), "%s", st.status);
+	snprintf(g->source[me], sizeof(g->source[me]), "%s", nc_ticks_per_second_source());
+	int64_t lead = nc_test_now_lead_ns();
+	/* each side on a CPU of its own where there are two: a hand-off is
+	 * then a cache line's transfer, not a switch of processes */
+	cpu_set_t m;
+	if (sched_getaffinity(0, sizeof(m), &m) == 0 && CPU_COUNT(&m) >= 2) {
+		int c = -1;
+		for (int n = 0; n <= me; n++)
+			for (c++; !CPU_ISSET(c, &m); c++)
+				;
+		CPU_ZERO(&m);
+		CPU_SET(c, &m);
+		(void)sched_setaffinity(0, sizeof(m), &m);
+	}
+	__atomic_store_n(&g->ready[me], 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&g->ready[!me], __ATOMIC_ACQUIRE))
+		sched_yield();
+	if (g->adopted[0] && g->adopted[1]) {
+		for (int k = 0; k < AGREE_TURNS; k++) {
+			uint64_t mine = 2 * (uint64_t)k + (uint64_t)me;
+			for (unsigned spin = 1; __atomic_load_n(&g->turn, __ATOMIC_ACQUIRE) != mine; spin++)
+				if ((spin & 255) == 0)
+					sched_yield(); /* a busy machine: let the other side run */
+			g->v[me][k] = nc_now_ns();
+			__atomic_store_n(&g->turn, mine + 1, __ATOMIC_RELEASE);
+		}
+	}
+	int64_t l1 = nc_test_now_lead_ns();
+	g->lead_ns[me] = lead > l1 ? lead : l1;
+	_exit(0);
+}
+
+/* 1 when both adopted and agreed (a wrong agreement fails at once), 0
+ * when one did not adopt (printed: the case could not be made). */
+static int agree_once(void)
+{
+	struct agree *g = mmap(NULL, sizeof(*g), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(g != MAP_FAILED);
+	memset(g, 0, sizeof(*g));
+	pid_t kid[2];
+	for (int i = 0; i < 2; i++) {
+		fflush(NULL);
+		kid[i] = fork();
+		assert_true(kid[i] >= 0);
+		if (kid[i] == 0) {
+			become_probe_user();
+			agree_side(g, i);
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		int st;
+		assert_int_equal(waitpid(kid[i], &st, 0), kid[i]);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			fail_msg("side %d died (status 0x%x)", i, st);
+	}
+	if (!g->adopted[0] || !g->adopted[1]) {
+		for (int i = 0; i < 2; i++)
+			if (!g->adopted[i])
+				print_message("  side %d did not adopt the record (rate %s): %s\n", i,
+					      g->source[i], g->status[i]);
+		munmap(g, sizeof(*g));
+		return 0;
+	}
+	int64_t lead0 = g->lead_ns[0], lead1 = g->lead_ns[1];
+	int64_t allow = lead0 + lead1 + 2 * NC_TEST_NOW_FLOOR_NS;
+	int64_t best_w = INT64_MAX, best_off = 0, worst = 0;
+	long outside = 0;
+	/* side 1's k-th read came between side 0's k-th and (k+1)-th;
+	 * side 0's (k+1)-th between side 1's k-th and (k+1)-th */
+	for (int k = 0; k + 1 < AGREE_TURNS; k++) {
+		for (int side = 1; side >= 0; side--) {
+			int64_t lo = (int64_t)(side ? g->v[0][k] : g->v[1][k]);
+			int64_t hi = (int64_t)(side ? g->v[0][k + 1] : g->v[1][k + 1]);
+			int64_t x = (int64_t)(side ? g->v[1][k] : g->v[0][k + 1]);
+			int64_t out = x < lo ? x - lo : x > hi ? x - hi : 0;
+			if (llabs(out) > llabs(worst))
+				worst = out;
+			outside += llabs(out) > allow;
+			if (hi - lo < best_w) {
+				best_w = hi - lo;
+				/* side 1's clock less side 0's */
+				best_off = side ? x - (lo + (hi - lo) / 2) : (lo + (hi - lo) / 2) - x;
+			}
+		}
+	}
+	print_message("  two processes that adopted one record: nc_now_ns of the second less the first's "
+		      "%+lld ns, from the narrowest hand-off (%lld ns wide); the furthest read %+lld ns "
+		      "outside the other's two around it, of %lld allowed (their stated bounds %lld + "
+		      "%lld ns)\n", (long long)best_off, (long long)best_w, (long long)worst,
+		      (long long)allow, (long long)lead0, (long long)lead1);
+	munmap(g, sizeof(*g));
+	if (outside)
+		fail_msg("%ld of %d reads outside the other process's reads around them by more than the "
+			 "%lld ns their stated bounds allow (the worst %+lld ns)", outside,
+			 2 * (AGREE_TURNS - 1), (long long)allow, (long long)worst);
+	return 1;
+}
+
+static void test_adopters_now_agree(void **state)
+{
+	(void)state;
+	if (!hw_counter())
+		SKIP("machine", "no hardware counter with a measured rate: a record has nothing to share");
+	/* a pair where either side refused the record (a busy machine's
+	 * bracket off its line) or fell back to an OS clock compares nothing:
+	 * another pair, with a new record, three at most */
+	int done = 0;
+	for (int tries = 0; tries < 3 && !done; tries++) {
+		write_record();
+		done = agree_once();
+	}
+	if (!done)
+		fail_msg("no pair of processes adopted the record: the case could not be made");
 }
 
 static void test_off_and_bad_values(void **state)
@@ -1288,6 +1435,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_processes_convert_identically),
+		cmocka_unit_test(test_adopters_now_agree),
 		cmocka_unit_test(test_off_and_bad_values),
 		cmocka_unit_test(test_refuses_others_and_writable),
 		cmocka_unit_test(test_refuses_other_boot_counter_corrupt),

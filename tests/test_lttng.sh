@@ -18,11 +18,11 @@
 #     between the program's ordered reads taken just before it and just
 #     before the next event;
 #   - the first-to-last interval in the trace matches the program's own
-#     nc_now_ns() interval within 1% + 10 us;
+#     nc_now_ns() interval within what both state (see below);
 #   - converted to time (LTTng adds the clock's offset, measured by the
 #     daemon, so the stamps are Unix time) the events lie between
 #     CLOCK_REALTIME read by the program before the first and after the
-#     last, within TOL_US (the offset's measurement; see below);
+#     last, within the offset's error (see below);
 #   - with an OS clock (NANOCLOCK_COUNTER=clock_monotonic_raw, as
 #     nanoclock's fallback) events are still stamped, at 1 GHz, inside the
 #     program's CLOCK_MONOTONIC_RAW before/after, and the description says
@@ -43,15 +43,30 @@ B=${1:-build}
 TOOL=${2:-./$B/nanoclock}
 N=${NC_LTTNG_EVENTS:-200}
 GAP_US=100
-# How far an event's Unix time may lie outside the program's CLOCK_REALTIME
-# before/after.  The daemon measures the clock's offset to CLOCK_REALTIME
-# once, from the narrowest of a few brackets of two counter reads around a
-# realtime read: its error is about that bracket's half-width plus the
-# rate's uncertainty times the time since (seconds times ~1 ppm:
-# microseconds).  Measured here (2-vCPU VM, printed below): every event
-# inside, the first 1.3-2.0 us after "before", the last 0.4-1.3 us before
-# "after".  200 us leaves room for preempted brackets on a loaded machine.
-TOL_US=${NC_LTTNG_TOL_US:-200}
+# The tolerances are what the clocks state, with what this run measured,
+# never a round figure:
+#   - the interval: the trace converts cycles at the clock's freq, the
+#     daemon's rate rounded to 1 Hz (its stated uncertainty, in the
+#     description, and half a Hz); nc_now_ns() follows the program's
+#     measured rate (its stated uncertainty) and slews toward
+#     CLOCK_MONOTONIC_RAW at most 500 ppm (man 3); each nc_now_ns() was
+#     read between two ordered counter reads, so its distance from its
+#     event's stamp is at most the stamp less the read before it (the
+#     first event's is the longest: LTTng's first tracepoint sets up its
+#     buffers, 13 to 73 us here); and 1 ns of truncation at each
+#     nc_now_ns();
+#   - Unix time: the daemon measures the clock's offset to CLOCK_REALTIME
+#     once, after it starts, from the narrowest of ten brackets of two
+#     clock reads around CLOCK_REALTIME: its error is that bracket's half
+#     width (the program measures the same bracket the same way), and then
+#     the rate's: the daemon's stated uncertainty, half a Hz and how far
+#     the kernel may be moving CLOCK_REALTIME's rate (adjtimex: frequency
+#     and tick, the PLL's and adjtime()'s slews), over the time from the
+#     daemon's start to the program's last read.  Measured
+#     here (2-vCPU VM, printed below): every event inside, the first
+#     1.3 to 73 us after "before" (LTTng's first tracepoint, on a busy
+#     machine), the last 0.4 to 2.7 us before "after", against 300 to 650
+#     ns allowed outside.
 me=tests/test_lttng.sh
 pass=0
 fail=0
@@ -150,6 +165,8 @@ run() {
 		export LTTNG_HOME="$home"
 		[ -z "$plugin" ] || export LTTNG_UST_CLOCK_PLUGIN="$plugin"
 		for e in "$@"; do export "${e?}"; done
+		# before the daemon measures its clock's offset to CLOCK_REALTIME
+		date +%s%N >"$w/$name.launch"
 		lttng-sessiond --no-kernel --daemonize >"$w/$name.sessiond.log" 2>&1
 	) || { bad "$name: lttng-sessiond did not start: $(tail -3 "$w/$name.sessiond.log")"; return 1; }
 	# its pid: from its pid file (root's run directory, or LTTNG_HOME's),
@@ -281,24 +298,30 @@ if run plugin "$PLUGIN"; then
 	*) bad "plugin: description '$desc'" ;;
 	esac
 	check_events plugin
-	# the interval: trace (cycles / freq) vs the program's nc_now_ns
+	# the interval: trace (cycles / freq) vs the program's nc_now_ns, to
+	# what both state (above)
 	f0=$(val plugin nc_first_ns)
 	f1=$(val plugin nc_last_ns)
-	if awk -v f="$freq" -v a="$f0" -v b="$f1" '{ c[NR] = $1 } END {
+	if awk -v f="$freq" -v a="$f0" -v b="$f1" -v dppm="$dppm" -v pppm="$(val plugin ppm)" \
+		-v p0="$(val plugin ticks_pre_first)" -v p1="$(val plugin ticks_pre_last)" '{ c[NR] = $1 } END {
 		tr = (c[NR] - c[1]) / f * 1e9; pg = b - a; d = tr - pg; if (d < 0) d = -d
-		tol = pg * 0.01 + 10000
-		printf "  first to last event: trace %.0f ns, program (nc_now_ns) %.0f ns, differ by %.0f ns (allowed %.0f)\n", tr, pg, d, tol
+		rates = tr * (dppm * 1e-6 + 0.5 / f) + pg * (pppm + 500) * 1e-6
+		w0 = (c[1] - p0) / f * 1e9; w1 = (c[NR] - p1) / f * 1e9; pos = w0 > w1 ? w0 : w1
+		tol = rates + pos + 2
+		printf "  first to last event: trace %.0f ns, program (nc_now_ns) %.0f ns, differ by %.0f ns (allowed %.0f: the rates %.0f (+-%s ppm, +-%s ppm and 500 ppm of slew), each nc_now_ns before its stamp by up to %.0f and %.0f, 2 of truncation)\n", tr, pg, d, tol, rates, dppm, pppm, w0, w1
 		exit !(d <= tol) }' "$w/plugin.ev"; then
-		ok "plugin: the trace's first-to-last interval is the program's nc_now_ns interval within 1% + 10 us"
+		ok "plugin: the trace's first-to-last interval is the program's nc_now_ns interval, to what both state"
 	else
-		bad "plugin: the trace's interval differs from the program's"
+		bad "plugin: the trace's interval differs from the program's by more than both state"
 	fi
-	# Unix time: the offset LTTng adds makes the stamps CLOCK_REALTIME's
+	# Unix time: the offset LTTng adds makes the stamps CLOCK_REALTIME's,
+	# to the offset's error (above)
 	r0=$(val plugin realtime_before)
 	r1=$(val plugin realtime_after)
 	# (to the ns: a double holds ns only within 100 days, so every time is
 	# taken relative to the second of r0, split as strings)
-	if awk -v r0="$r0" -v r1="$r1" -v tol="$TOL_US" '
+	if awk -v r0="$r0" -v r1="$r1" -v launch="$(cat "$w/plugin.launch")" -v f="$freq" -v dppm="$dppm" \
+		-v kppm="$(val plugin kernel_ppm)" -v br="$(val plugin offset_bracket_ticks)" '
 	function rel(s, n) { return (substr(s, 1, length(s) - 9) - base) * 1e9 + substr(s, length(s) - 8) }
 	BEGIN { base = substr(r0, 1, length(r0) - 9) }
 	{
@@ -306,12 +329,15 @@ if run plugin "$PLUGIN"; then
 		ns = (p[1] - base) * 1e9 + p[2]
 		if (NR == 1) first = ns; last = ns }
 	END {
-		before = (rel(r0) - first) / 1e3; after = (last - rel(r1)) / 1e3
-		printf "  first event %.3f us after the program'\''s CLOCK_REALTIME before, last %.3f us before its after (outside by at most %d us allowed)\n", -before, -after, tol
+		age = rel(r1) - rel(launch)
+		hw = br / 2 / f * 1e9
+		tol = hw + age * (dppm * 1e-6 + 0.5 / f + kppm * 1e-6) + 2
+		before = rel(r0) - first; after = last - rel(r1)
+		printf "  first event %.3f us after the program'\''s CLOCK_REALTIME before, last %.3f us before its after (outside by at most %.0f ns allowed: the offset bracket'\''s half width %.0f, and +-%s ppm, half a Hz and the kernel'\''s +-%s ppm over the %.3f s since the daemon started)\n", -before / 1e3, -after / 1e3, tol, hw, dppm, kppm, age / 1e9
 		exit !(before <= tol && after <= tol) }' "$w/plugin.sec"; then
-		ok "plugin: the events' Unix times lie between the program's CLOCK_REALTIME before and after (+-$TOL_US us)"
+		ok "plugin: the events' Unix times lie between the program's CLOCK_REALTIME before and after, to the offset's error"
 	else
-		bad "plugin: the events' Unix times are outside the program's CLOCK_REALTIME before/after by more than $TOL_US us"
+		bad "plugin: the events' Unix times are outside the program's CLOCK_REALTIME before/after by more than the offset's error"
 	fi
 fi
 

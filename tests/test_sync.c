@@ -616,7 +616,57 @@ static void test_bad_options(void **state)
 	assert_string_equal(nc_sync_verdict_name(NC_SYNC_INCONCLUSIVE), "inconclusive");
 }
 
-/* A time limit bounds the check even with absurd probe counts. */
+/* A time limit bounds the check even with absurd probe counts.  The
+ * probes' reads are the test's own (o.read), timed: the library's own
+ * counter read, then CLOCK_MONOTONIC_RAW.  What the library states
+ * (nanoclock_sync.h: "probing stops at the limit") is checked against
+ * what the run measured, never a round figure:
+ *   - probing stops: each probe thread looks at the deadline every
+ *     TL_CHECK_EVERY probes (src/sync/sync.c), and a read whose
+ *     compare-and-swap lost to another CPU's probe is read again, so past
+ *     the deadline a thread reads at most TL_CHECK_EVERY times the
+ *     number of CPUs (one more for a read in flight);
+ *   - so the call ends well before the probes asked for would: their
+ *     number at the pace the threads read before the deadline.
+ * What follows the probing (gathering, analysing and freeing what was
+ * read, the arrays sized for the probes asked) is no part of the limit:
+ * printed (7 to 28 ms after a 30 ms limit on a busy 2-vCPU VM, 120 to 200
+ * ms under ThreadSanitizer, whose free() of the arrays costs by their
+ * size). */
+#define TL_CHECK_EVERY 256
+#define TL_MAX_THREADS 64
+static struct tl_thread {
+	int64_t first, last, exit; /* CLOCK_MONOTONIC_RAW: first and last read, thread's end */
+	int64_t *times;            /* every read's time (at most tl_cap) */
+	uint64_t calls;
+} tl[TL_MAX_THREADS];
+static int tl_n;
+static uint64_t tl_cap;
+static pthread_key_t tl_key;
+static __thread int tl_me = -1;
+
+static void tl_ended(void *p) { ((struct tl_thread *)p)->exit = nc__mono_raw_ns(); }
+
+static uint64_t tl_read(void *ctx)
+{
+	(void)ctx;
+	uint64_t t = nc_ticks_begin();
+	int64_t r = nc__mono_raw_ns();
+	if (tl_me < 0) {
+		tl_me = __atomic_fetch_add(&tl_n, 1, __ATOMIC_RELAXED);
+		if (tl_me >= TL_MAX_THREADS)
+			abort();
+		tl[tl_me].first = r;
+		pthread_setspecific(tl_key, &tl[tl_me]);
+	}
+	struct tl_thread *m = &tl[tl_me];
+	if (m->times && m->calls < tl_cap)
+		m->times[m->calls] = r;
+	m->calls++;
+	m->last = r;
+	return t;
+}
+
 static void test_time_limit(void **state)
 {
 	(void)state;
@@ -624,12 +674,69 @@ static void test_time_limit(void **state)
 	nc_sync_default_options(&o);
 	o.probes = 2000000; /* ~0.5 s of probing here */
 	o.time_limit_ms = 30;
+	o.read = tl_read;
+	memset(tl, 0, sizeof(tl));
+	tl_n = 0;
+	tl_cap = o.probes; /* (a thread's reads beyond it are counted as past the deadline) */
+	assert_int_equal(pthread_key_create(&tl_key, tl_ended), 0);
+	int second;
+	int n = ncpus_allowed(&second);
+	assert_true(n <= TL_MAX_THREADS);
+	for (int i = 0; i < n; i++) {
+		tl[i].times = malloc(sizeof(int64_t) * tl_cap);
+		assert_non_null(tl[i].times);
+	}
+	int64_t limit = (int64_t)(o.time_limit_ms * 1e6);
 	int64_t a = nc__mono_raw_ns();
 	assert_int_equal(nc_sync_check(&o, &rep), 0);
-	int64_t took = nc__mono_raw_ns() - a;
+	int64_t b = nc__mono_raw_ns(), took = b - a;
 	assert_true(rep.timed_out);
 	assert_true(rep.verdict != NC_SYNC_CONSISTENT || rep.quality >= 1);
-	assert_true(took < 300000000); /* bounded: well below the 0.5 s the probes would take */
+	assert_true(tl_n <= rep.ncpus); /* one round: the deadline passed before a second */
+	int64_t first = INT64_MAX, last = a, ended = a;
+	uint64_t calls = 0;
+	for (int i = 0; i < tl_n; i++) {
+		first = tl[i].first < first ? tl[i].first : first;
+		last = tl[i].last > last ? tl[i].last : last;
+		ended = tl[i].exit > ended ? tl[i].exit : ended;
+		calls += tl[i].calls;
+	}
+	if (tl_n == 0 || rep.probes == 0) { /* no thread started within the limit */
+		printf("  time limit %lld ms: no probe thread started within it; returned after %.1f ms\n",
+		       (long long)(limit / 1000000), (double)took / 1e6);
+		assert_int_equal(rep.probes, 0);
+		goto out;
+	}
+	/* the deadline is the limit past the library's start, which came
+	 * before any probe and, by the elapsed time it reports (its start to
+	 * the end of its rounds), at most that long before the call returned */
+	int64_t start_at_most = b - (int64_t)(rep.elapsed_ms * 1e6);
+	int64_t deadline_at_most = (first < start_at_most ? first : start_at_most) + limit;
+	uint64_t most_past = 0;
+	for (int i = 0; i < tl_n; i++) {
+		uint64_t past = 0, kept = !tl[i].times ? 0 : tl[i].calls < tl_cap ? tl[i].calls : tl_cap;
+		for (uint64_t k = 0; k < kept; k++)
+			past += tl[i].times[k] > deadline_at_most;
+		past += tl[i].calls - kept; /* beyond the cap: counted as past */
+		most_past = past > most_past ? past : most_past;
+	}
+	uint64_t allowed_past = (uint64_t)TL_CHECK_EVERY * (uint64_t)tl_n + 1;
+	/* the probes asked for, at this run's pace (reads, retries included) */
+	double asked = (double)o.probes * tl_n, pace = (double)(last - first) / (double)calls;
+	double full = asked * pace;
+	int64_t probing_end = ended > deadline_at_most ? ended : deadline_at_most;
+	printf("  time limit %lld ms: returned after %.1f ms; %llu probes, the last thread ended %.1f ms "
+	       "after the call began, at most %llu reads of one thread past the deadline (%llu "
+	       "allowed); then %.1f ms gathering and analysing; the %.0f probes asked would take %.0f "
+	       "ms at this run's pace\n", (long long)(limit / 1000000), (double)took / 1e6,
+	       (unsigned long long)rep.probes, (double)(ended - a) / 1e6, (unsigned long long)most_past,
+	       (unsigned long long)allowed_past, (double)(b - probing_end) / 1e6, asked, full / 1e6);
+	assert_true(most_past <= allowed_past);
+	assert_true((double)took < full);
+out:
+	for (int i = 0; i < TL_MAX_THREADS; i++)
+		free(tl[i].times);
+	pthread_key_delete(tl_key);
 }
 
 int main(void)

@@ -386,8 +386,10 @@ int nc_sync_check(const struct nc_sync_options *opt, struct nc_sync_report *rep)
 
 	int cpus[NC_SYNC_MAX_CPUS];
 	int ncpu = cpu_list(cpus, rep);
-	if (ncpu < 0)
+	if (ncpu < 0) {
+		nc__leave(); /* every nc__enter has its nc__leave, failures too */
 		return NC_ESYS;
+	}
 	/* auto: 20000 probes per CPU on small machines, fewer on wide ones so
 	 * that the serialised probing stays near 40000 per round (each probe
 	 * is a cache-line hand-off); never below 2000 per CPU */
@@ -400,6 +402,7 @@ int nc_sync_check(const struct nc_sync_options *opt, struct nc_sync_report *rep)
 		free(sh);
 		free(a);
 		nc__fmt(rep->evidence, sizeof(rep->evidence), "out of memory");
+		nc__leave();
 		return NC_ESYS;
 	}
 	memset(sh, 0, sizeof(*sh));

@@ -343,10 +343,10 @@ build/fuzz/fuzz_env: fuzz/fuzz_env.c fuzz/fuzz_util.h src/base/config.c src/base
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_env.c src/base/config.c -lm
 build/fuzz/fuzz_cli: fuzz/fuzz_cli.c fuzz/fuzz_util.h tools/opts.c tools/opts.h tools/args.c \
-		tools/args.h tools/bench_opts.c bench/bench.h src/base/config.c tools/help.c tools/help.h
+		tools/args.h tools/bench_opts.c bench/bench.h tools/help.c tools/help.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_cli.c tools/opts.c tools/args.c tools/bench_opts.c \
-		src/base/config.c tools/help.c -lm
+		tools/help.c -lm
 # Each harness for FUZZ_SECONDS (CI: a short run) or FUZZ_RUNS executions.
 FUZZ_SECONDS ?= 15
 fuzz-run:

@@ -27,7 +27,7 @@
  * an earlier plot's (below: the plot's directory and its files).
  */
 #include "bench.h"
-#include "../src/rate/rate.h" /* the calibration itself, at several windows */
+#include "nanoclock_info.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -416,24 +416,12 @@ static void take_refpair(struct refpair *p)
 }
 
 /* ---- 3. the calibration against window length ---- */
-static uint64_t calib_read(void *ctx)
-{
-	(void)ctx;
-	return nc_ticks_begin();
-}
-
-static int64_t calib_ref(void *ctx)
-{
-	(void)ctx;
-	return clock_ns(CLOCK_MONOTONIC_RAW);
-}
-
 #define MAX_WINDOWS 12
 #define MAX_REPS 8
 struct calib_runs {
 	int nwin, reps;
 	double window_ms[MAX_WINDOWS];
-	struct nc__calib c[MAX_WINDOWS][MAX_REPS];
+	struct nc_rate_measurement c[MAX_WINDOWS][MAX_REPS];
 	int rc[MAX_WINDOWS][MAX_REPS];
 };
 
@@ -441,11 +429,10 @@ static void run_calibrations(struct calib_runs *r, int quick)
 {
 	r->nwin = quick ? 7 : 9; /* 0.125 .. 8 ms, or .. 32 ms */
 	r->reps = quick ? 3 : MAX_REPS;
-	struct nc__calib_io io = {NULL, calib_read, calib_ref};
 	for (int w = 0; w < r->nwin; w++) {
 		r->window_ms[w] = 0.125 * (double)(1 << w);
 		for (int k = 0; k < r->reps; k++)
-			r->rc[w][k] = nc__calibrate(&io, (int64_t)(r->window_ms[w] * 1e6), &r->c[w][k]);
+			r->rc[w][k] = nc_measure_rate(r->window_ms[w], &r->c[w][k]);
 	}
 }
 
@@ -475,13 +462,13 @@ static int write_calibrations(const struct pdir *dir, const struct calib_runs *r
 		for (int k = 0; k < r->reps; k++) {
 			if (r->rc[w][k] != 0)
 				continue;
-			const struct nc__calib *c = &r->c[w][k];
+			const struct nc_rate_measurement *c = &r->c[w][k];
 			double err = (c->hz / ref_hz - 1) * 1e6;
-			fprintf(f, "%.4f %.3f %.6g %.6g %+.6g %.6g\n", r->window_ms[w], c->hz, c->ppm,
+			fprintf(f, "%.4f %.3f %.6g %.6g %+.6g %.6g\n", r->window_ms[w], c->hz, c->uncertainty_ppm,
 				c->worst_ppm, err, fabs(err));
-			st[k2] = c->ppm;
+			st[k2] = c->uncertainty_ppm;
 			er[k2] = fabs(err);
-			within += fabs(err) <= c->ppm;
+			within += fabs(err) <= c->uncertainty_ppm;
 			mx = fabs(err) > mx ? fabs(err) : mx;
 			k2++;
 		}

@@ -118,6 +118,25 @@ struct nc_info {
 /* Fill *out (initialising the library first).  Returns nc_init()'s result. */
 __attribute__((visibility("default"))) int nc_get_info(struct nc_info *out);
 
+/* One calibration of the counter in use against CLOCK_MONOTONIC_RAW over a
+ * fixed window of reference time, measured and stated as the first
+ * calibration measures and states it; nothing the library uses changes.
+ * For studying how the statement shrinks with the window on a machine
+ * (`nanoclock bench --plot`).  The call takes about window_ms (more where
+ * the process is preempted).  Returns 0, NC_EINVAL (out NULL, or
+ * window_ms not in 0.01..10000), or NC_ECALIB (the counter did not
+ * advance with the reference). */
+struct nc_rate_measurement {
+	double hz;                /* ticks per second */
+	double uncertainty_ppm;   /* stated, as for the first calibration */
+	double worst_ppm;         /* from the bracket widths alone */
+	double sigma_ns;          /* scatter of the accepted brackets about the fit */
+	double window_ms;         /* reference time the fit spans */
+	unsigned brackets_used, brackets_total;
+};
+__attribute__((visibility("default"))) int nc_measure_rate(double window_ms,
+							     struct nc_rate_measurement *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,7 @@
 #include "base/fmt.h"
 #include "base/latch.h"
 #include "base/lock.h"
+#include "base/refclock.h"
 #include "clock/events.h"
 #include "clock/now.h"
 #include "clock/upkeep.h"
@@ -204,6 +205,31 @@ int nc_get_unix_status(struct nc_unix_status *st)
 	}
 	nc__leave();
 	return 0;
+}
+
+/* ---- a calibration to study (nanoclock_info.h) ---- */
+int nc_measure_rate(double window_ms, struct nc_rate_measurement *out)
+{
+	if (!out || !(window_ms >= 0.01 && window_ms <= 10000))
+		return NC_EINVAL;
+	memset(out, 0, sizeof(*out));
+	nc__enter();
+	/* no lock: the calibration reads the counter and the reference and
+	 * keeps its state on this stack */
+	struct nc__calib_io io = {(void *)nc__counter(), nc__counter_io_read, nc__ref_io_raw};
+	struct nc__calib c;
+	int rc = nc__calibrate(&io, (int64_t)(window_ms * 1e6), &c);
+	if (rc == 0) {
+		out->hz = c.hz;
+		out->uncertainty_ppm = c.ppm;
+		out->worst_ppm = c.worst_ppm;
+		out->sigma_ns = c.sigma_ns;
+		out->window_ms = (double)c.window_ns / 1e6;
+		out->brackets_used = c.n_used;
+		out->brackets_total = c.n_total;
+	}
+	nc__leave();
+	return rc;
 }
 
 /* ---- UTC bounds ---- */

@@ -147,6 +147,30 @@ static void test_info(void **state)
 	}
 }
 
+/* nc_measure_rate: bad windows refused; a measurement agrees with the
+ * rate in use within the two stated uncertainties (each a bound the
+ * library states; an OS clock's rate is exact), and nothing in use moves */
+static void test_measure_rate(void **state)
+{
+	(void)state;
+	struct nc_rate_measurement m;
+	assert_int_equal(nc_measure_rate(1, NULL), NC_EINVAL);
+	assert_int_equal(nc_measure_rate(0, &m), NC_EINVAL);
+	assert_int_equal(nc_measure_rate(NAN, &m), NC_EINVAL);
+	assert_int_equal(nc_measure_rate(10001, &m), NC_EINVAL);
+	double hz = nc_ticks_per_second(), ppm = nc_ticks_per_second_uncertainty_ppm();
+	assert_int_equal(nc_measure_rate(2, &m), 0);
+	assert_true(m.window_ms >= 2 && m.window_ms < 10000);
+	assert_true(m.brackets_used >= 16 && m.brackets_used <= m.brackets_total);
+	assert_true(m.worst_ppm > 0 && m.uncertainty_ppm > 0 && m.sigma_ns >= 0);
+	double diff = fabs(m.hz / hz - 1) * 1e6;
+	if (!(diff <= m.uncertainty_ppm + ppm))
+		print_message("measured %.3f Hz +-%.4f ppm, in use %.3f +-%.4f: %.4f ppm apart\n",
+			      m.hz, m.uncertainty_ppm, hz, ppm, diff);
+	assert_true(diff <= m.uncertainty_ppm + ppm);
+	assert_true(nc_ticks_per_second() == hz);
+}
+
 /* Where the selected counter is read inline (the TSC; on arm64, POWER
  * and RISC-V their counters when selected), reads and conversions stay
  * out of the library: a few refreshes at most. */
@@ -186,6 +210,7 @@ int main(void)
 		cmocka_unit_test(test_now_tracks_mono_raw), cmocka_unit_test(test_conversions),
 		cmocka_unit_test(test_wrap_horizon),    cmocka_unit_test(test_strerror),
 		cmocka_unit_test(test_info),            cmocka_unit_test(test_inline_reads),
+		cmocka_unit_test(test_measure_rate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -104,6 +104,9 @@ static void whole_api(void)
 	(void)nc_get_unix_status(&st);
 	struct nc_info in;
 	(void)nc_get_info(&in);
+	struct nc_rate_measurement rm;
+	(void)nc_measure_rate(-1, &rm);
+	(void)nc_measure_rate(0.2, &rm);
 	(void)nc_upkeep_stop();
 	(void)nc_upkeep_start();
 	(void)nc_upkeep_start();

@@ -5,7 +5,6 @@
  * the user's text is quoted through nc_arg_quote (a value with a newline
  * in it must not break the line). */
 #include "args.h"
-#include "../src/base/config.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -13,8 +12,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* the library's rule for user text in a one-line message */
-const char *nc_arg_quote(const char *s, char *out, size_t outlen) { return nc__quote(s, out, outlen); }
+/* User text in a one-line message: printable ASCII kept, anything else
+ * (a newline, an escape sequence) shown as '?', cut at 40 characters with
+ * "..." (the rule the library's own messages follow) */
+const char *nc_arg_quote(const char *s, char *out, size_t outlen)
+{
+	size_t n = 0, i = 0;
+	if (outlen == 0)
+		return out;
+	for (s = s ? s : ""; s[i] && i < 40 && n + 1 < outlen; i++) {
+		unsigned char c = (unsigned char)s[i];
+		out[n++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+	}
+	for (int k = 0; s[i] && k < 3 && n + 1 < outlen; k++)
+		out[n++] = '.';
+	out[n] = 0;
+	return out;
+}
 
 int nc_arg_ll(const char *opt, const char *s, long long lo, long long hi, long long *out,
 	      char *why, size_t whylen)

@@ -268,8 +268,10 @@ static int64_t realtime(void) { return nc__clock_ns(CLOCK_REALTIME); }
 
 /* CLOCK_REALTIME - CLOCK_MONOTONIC, from the narrowest of a few brackets:
  * a thread switch between two reads (valgrind runs one thread at a time)
- * would look like a set of the system clock */
-static int64_t realtime_offset(void)
+ * would look like a set of the system clock.  *width: that bracket's
+ * width, the offset being off by at most half of it (and 1 ns of
+ * rounding). */
+static int64_t realtime_offset(int64_t *width)
 {
 	int64_t best = INT64_MAX, off = 0;
 	for (int i = 0; i < 5 && best > 5000; i++) {
@@ -280,6 +282,7 @@ static int64_t realtime_offset(void)
 			off = r - m1 - (m2 - m1) / 2;
 		}
 	}
+	*width = best;
 	return off;
 }
 
@@ -293,9 +296,29 @@ static void *reader16(void *arg)
 	 * program stepping it: test_real_clock): Unix time may then go back
 	 * and off the old track, rightly; such a batch is counted apart, never
 	 * excused silently.  The offset is carried from the end of one batch
-	 * to the next: a set between them belongs to the next. */
-	int64_t off0 = realtime_offset(), quiet_from = 0;
+	 * to the next: a set between them belongs to the next.  Not a
+	 * tolerance on anything the library states: CLOCK_REALTIME's offset
+	 * from CLOCK_MONOTONIC moves only when the clock is set (a slew moves
+	 * both), so any move beyond what its two measurements may be off by
+	 * (half of each bracket, 1 ns of rounding each) is a set.  The
+	 * batches after it are counted apart until the library has tied to
+	 * the system clock twice since the set was seen (nc_unix_status
+	 * refreshes: the second tie was taken after the first was recorded,
+	 * so after the set; a tie follows a set as a step or states what it
+	 * slews in, in tie_error_ns), not for a fixed time. */
+	int64_t w0, w1;
+	int64_t off0 = realtime_offset(&w0);
+	uint32_t followed_at = 0; /* refreshes that show a set followed; 0: none pending */
 	while (nc__mono_raw_ns() < end) {
+		int quiet = 0;
+		if (followed_at) {
+			struct nc_unix_status st;
+			nc_get_unix_status(&st);
+			if ((int32_t)(st.refreshes - followed_at) < 0)
+				quiet = 1;
+			else
+				followed_at = 0;
+		}
 		long bu = 0;
 		for (int i = 0; i < 200; i++) {
 			uint64_t n = nc_now_ns();
@@ -315,11 +338,19 @@ static void *reader16(void *arg)
 		int64_t a = realtime(), u = nc_unix_ns(), b = realtime();
 		nc_get_unix_status(&s1);
 		int64_t tie = (int64_t)ceil(fmax(s0.tie_error_ns, s1.tie_error_ns));
-		int64_t off1 = realtime_offset(), now = nc__mono_raw_ns();
-		if (llabs(off1 - off0) > 20000)
-			quiet_from = now + 5000000; /* followed within the 1 ms period: 5 ms apart */
+		int64_t off1 = realtime_offset(&w1);
+		/* a set: the offset moved by more than its two measurements'
+		 * half-widths and rounding (w0 / 2 + w1 / 2 + 2, measured) */
+		if (llabs(off1 - off0) > (w0 + w1) / 2 + 2) {
+			struct nc_unix_status st;
+			nc_get_unix_status(&st);
+			followed_at = st.refreshes + 2;
+			followed_at += !followed_at; /* 0 means none pending */
+			quiet = 1;
+		}
 		off0 = off1;
-		if (now < quiet_from) {
+		w0 = w1;
+		if (quiet) {
 			r->clock_set++;
 			continue;
 		}

@@ -176,9 +176,11 @@ static void report(void) NC_REQUIRES(nc__lib_lock)
 		nc__log(NC_LOG_WARN, "%s", init.cfg.unix_why);
 	if (init.cfg.shared_why[0])
 		nc__log(NC_LOG_WARN, "%s", init.cfg.shared_why);
-	nc__log(NC_LOG_INFO, "rate %.6f MHz +-%.3g ppm (%s%s%.3f ms); initialised in %.3f ms",
-		o.hz / 1e6, o.hz_uncertainty_ppm, o.hz_source, o.hz_measured > 0 ? "; measured over " : "",
-		o.hz_measured > 0 ? o.calib_window_ms : 0, init.init_ms);
+	char over[48] = "";
+	if (o.hz_measured > 0)
+		nc__fmt(over, sizeof(over), "; measured over %.3f ms", o.calib_window_ms);
+	nc__log(NC_LOG_INFO, "rate %.6f MHz +-%.3g ppm (%s%s); initialised in %.3f ms", o.hz / 1e6,
+		o.hz_uncertainty_ppm, o.hz_source, over, init.init_ms);
 }
 
 static void do_init(void) NC_EXCLUDES(nc__lib_lock)

@@ -251,6 +251,7 @@ struct reader16 {
 	long reads;
 	int64_t worst_ns, worst_tie_ns; /* the read furthest outside its bracket, and its bound */
 	int64_t max_tie_ns;
+	int64_t off_excess_ns, off_tie_ns, off_age_us; /* the read furthest beyond its bound */
 };
 static volatile int stop_writer; /* __atomic builtins */
 
@@ -365,7 +366,15 @@ static void *reader16(void *arg)
 			r->held++;
 			continue;
 		}
-		r->off_track += u < a - tie || u > b + tie;
+		if (u < a - tie || u > b + tie) {
+			r->off_track++;
+			int64_t ex = (u < a ? a - u : u - b) - tie; /* beyond the bound */
+			if (ex > r->off_excess_ns) {
+				r->off_excess_ns = ex;
+				r->off_tie_ns = tie;
+				r->off_age_us = (int64_t)(fmax(s0.tie_age_s, s1.tie_age_s) * 1e6);
+			}
+		}
 		int64_t out = u < a ? u - a : u > b ? u - b : 0;
 		if (llabs(out) >= llabs(r->worst_ns)) {
 			r->worst_ns = out;
@@ -410,9 +419,12 @@ static void test_unix_readers_during_retie(void **state)
 		max_tie = r[i].max_tie_ns > max_tie ? r[i].max_tie_ns : max_tie;
 		if (r[i].backwards_now || r[i].backwards_unix || r[i].off_track)
 			fail_msg("thread %d: nc_now_ns back %ld, nc_unix_ns back %ld, off track %ld (the "
-				 "worst %+lld ns outside its CLOCK_REALTIME bracket, stated tie error %lld ns)",
+				 "worst %+lld ns outside its CLOCK_REALTIME bracket, stated tie error %lld ns; "
+				 "the furthest off track %lld ns beyond a stated %lld ns, tie %lld us old)",
 				 i, r[i].backwards_now, r[i].backwards_unix, r[i].off_track,
-				 (long long)r[i].worst_ns, (long long)r[i].worst_tie_ns);
+				 (long long)r[i].worst_ns, (long long)r[i].worst_tie_ns,
+				 (long long)r[i].off_excess_ns, (long long)r[i].off_tie_ns,
+				 (long long)r[i].off_age_us);
 	}
 	printf("  16 readers: %ld reads of each clock, %ld forced re-ties meanwhile; %ld checks held at "
 	       "an epoch's horizon; %ld batches during a set of the system clock by another "

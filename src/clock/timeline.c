@@ -27,6 +27,7 @@ static int nregistered NC_GUARDED_BY(nc__lib_lock);
 
 __thread long nc__slow_calls __attribute__((tls_model("initial-exec")));
 __thread long nc__held_reads __attribute__((tls_model("initial-exec")));
+__thread long nc__overdue_reads __attribute__((tls_model("initial-exec")));
 
 void nc__timeline_register(const struct nc__timeline *tl)
 {
@@ -79,6 +80,8 @@ static uint64_t timeline_read(const struct nc__timeline *tl)
 		}
 		if (past && t - (e.t0 + e.span) > nc__epoch_horizon_ticks(&e))
 			nc__held_reads++; /* held still at the horizon: the tests tell it apart */
+		else if (past)
+			nc__overdue_reads++; /* past the end, at the held slope: likewise */
 		return nc__timeline_reader_value(tl, &e, t);
 	}
 }

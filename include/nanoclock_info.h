@@ -113,6 +113,8 @@ struct nc_info {
 	double calib_max_ms;      /* ... and its cap */
 	char calib_status[128];   /* a refused NANOCLOCK_CALIB_*, NANOCLOCK_UNIX_REFRESH_MS or
 				     NANOCLOCK_HZ_FORCE setting ("" if none) */
+	int calib_early;          /* 1: no target was asked for: the first calibration stated
+				     early and the refreshes reach calib_target_ppm */
 };
 
 /* Fill *out (initialising the library first).  Returns nc_init()'s result. */

@@ -85,6 +85,7 @@ int nc_get_info(struct nc_info *o)
 	nc__copy(o->upkeep_note, sizeof(o->upkeep_note), nc__upkeep_note());
 	nc__copy(o->env_ignored, sizeof(o->env_ignored), cfg->ignored);
 	o->calib_target_ppm = cfg->calib_ppm;
+	o->calib_early = !cfg->calib_set;
 	o->calib_max_ms = cfg->calib_max_ms;
 	nc__fmt(o->calib_status, sizeof(o->calib_status), "%s",
 		 cfg->calib_why[0]  ? cfg->calib_why

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #define CALIB_MIN_NS 250000 /* never stop the first calibration before this */
+#define EARLY_PPM 1e6       /* the early statement's target: any */
 
 /* Written once, by the initialisation (nc__lib_lock held), read-only
  * afterwards (the getters below: pthread_once orders their reads after). */
@@ -76,8 +77,11 @@ static void read_configuration(struct nc__registered *reg) NC_REQUIRES(nc__lib_l
 static int calibrate_counter(struct nc__calib *cal) NC_REQUIRES(nc__lib_lock)
 {
 	int64_t max_ns = (int64_t)(init.cfg.calib_max_ms * 1e6);
+	/* asked for a target: calibrate to it; otherwise state what the
+	 * first CALIB_MIN_NS back (any statement meets EARLY_PPM) and let the
+	 * refreshes' long baselines reach the goal (calibrate.c, step 4) */
 	struct nc__calib_goal g = {CALIB_MIN_NS < max_ns ? CALIB_MIN_NS : max_ns, max_ns,
-				   init.cfg.calib_ppm};
+				   init.cfg.calib_set ? init.cfg.calib_ppm : EARLY_PPM};
 	for (;;) {
 		const struct nc__counter *c = nc__counter();
 		if (c->fixed_hz > 0)
@@ -225,7 +229,7 @@ static void do_init(void) NC_EXCLUDES(nc__lib_lock)
 	int64_t t_pub = nc__mono_raw_ns();
 	/* on an OS clock nothing is written, and the status says why */
 	if (!shared)
-		nc__shared_publish_own();
+		nc__shared_publish_own(init.cfg.calib_ppm);
 	int64_t t_end = nc__mono_raw_ns();
 	init.init_ms = (double)(t_end - t_start) / 1e6;
 	report();

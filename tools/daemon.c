@@ -92,6 +92,10 @@ static int run(const struct nc_daemon_opts *o)
 	if (make_dir(o->record) != 0)
 		return 1;
 	setenv("NANOCLOCK_SHARED", o->record, 1);
+	/* the record is what other processes take instead of calibrating: the
+	 * first calibration runs to the goal (the defaults, asked for) rather
+	 * than stating early (the environment still overrides) */
+	(void)nc_set_calibration_target(1, 20);
 	int rc = nc_init();
 	if (rc != 0)
 		fprintf(stderr, "nanoclock daemon: nc_init: %s (continuing on the defaults)\n",

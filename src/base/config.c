@@ -195,13 +195,16 @@ void nc__config_read_from(struct nc__config *c, double app_ppm, double app_ms,
 			 "NANOCLOCK_HZ_FORCE refused: '%s' is not 0 or 1", nc__quote(v, q, sizeof(q)));
 
 	c->calib_ppm = app_ppm > 0 ? app_ppm : DEFAULT_CALIB_PPM;
+	c->calib_set = app_ppm > 0;
 	c->calib_max_ms = app_ms > 0 ? app_ms : DEFAULT_CALIB_MAX_MS;
 	char why[96];
 	double x;
 	v = get("NANOCLOCK_CALIB_PPM", ctx);
 	if (v) {
-		if (nc__parse_positive(v, 0.001, 1000, &x, why, sizeof(why)) == 0)
+		if (nc__parse_positive(v, 0.001, 1000, &x, why, sizeof(why)) == 0) {
 			c->calib_ppm = x;
+			c->calib_set = 1;
+		}
 		else
 			snprintf(c->calib_why, sizeof(c->calib_why), "NANOCLOCK_CALIB_PPM refused: %.90s", why);
 	}

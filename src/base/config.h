@@ -25,6 +25,9 @@ struct nc__config {
 	char force_why[96];      /* NANOCLOCK_HZ_FORCE neither 0 nor 1: refused, and why */
 	double calib_ppm;        /* target uncertainty of the first calibration */
 	double calib_max_ms;     /* its cap */
+	int calib_set;           /* the target was asked for (nc_set_calibration_target,
+				    NANOCLOCK_CALIB_PPM): the first calibration runs to it;
+				    otherwise it states early and the refreshes reach it */
 	char calib_why[128];     /* a refused calibration setting, if any */
 	double unix_refresh_ms;  /* NANOCLOCK_UNIX_REFRESH_MS, 0 if unset */
 	char unix_why[128];      /* ... refused, and why */

@@ -62,6 +62,18 @@
  *     narrower (a window mostly of gaps), the two ends' rate is taken with
  *     it.
  *
+ *  4. the reference's place in the bracket is not fixed: it steps when
+ *     what runs beside the calibration changes (the other CPU's work, the
+ *     host moving the vCPU), by up to 1.6 ns of a 52 ns bracket measured on
+ *     a KVM guest with twenty calibrations ending together (13,000
+ *     recorded starts, issue 26).  Inside the window a step is a rate, and
+ *     nothing in it tells one apart (the scatter, the bins, the widths
+ *     were each tried); a step mid-window bends the slope by 1.5 step /
+ *     span, which the statement adds: PLACE_STEP of the mean width.  It
+ *     shrinks only as 1 / span, so a 1 ppm statement needs a few ms of
+ *     brackets: the first calibration states what a short window can
+ *     honestly back, and the long baselines below bring it to the goal.
+ *
  * Later, nc__calib_extend() measures the rate over a much longer baseline:
  * from the fitted line's centroid (error ~ sigma/sqrt(n)) to one new
  * narrow bracket (error ~ sigma), never stated below the sure bound of
@@ -205,6 +217,10 @@ static void merge_bins(struct fit *f)
  * on a KVM guest), below a time slice. */
 #define GAP_NS 100000.0
 
+/* How far the reference's place in a bracket may step, as a fraction of
+ * the mean width (step 4 at the top): 1.6 ns of 52 measured (issue 26). */
+#define PLACE_STEP 0.04
+
 /* Phase 2: one bracket t1, r, t2 into the fit.  Returns 1 if accepted.
  * The rate's fit takes the real positions; the uncertainty, the bins and
  * the checkpoints the positions with each gap cut to GAP_NS (step 2 at
@@ -263,7 +279,9 @@ static int fit_add(struct fit *f, uint64_t t1, int64_t r, uint64_t t2)
  * the 1 ns quantum at each end; ppm. */
 static double sure_ppm(double wa, double wb, double slope, double span_y)
 {
-	return 1e6 * ((wa + wb) * 0.5 * slope + 2) / span_y;
+	/* a read's tick stands for the whole tick: (w + 1) / 2 from the
+	 * middle at each end (a 24 MHz counter's brackets are mostly 0 wide) */
+	return 1e6 * ((wa + wb + 2) * 0.5 * slope + 2) / span_y;
 }
 
 /* Phase 3: the rate and its stated uncertainty from the fit so far.
@@ -360,8 +378,16 @@ static int fit_result(const struct fit *f, struct nc__calib *out)
 		drift_hidden = (dw < noise ? dw : noise) / 2 / dist;
 	}
 	double stat = stat_ns / slope;
-	out->ppm = 1e6 * (sqrt(stat * stat + drift_hidden * drift_hidden) + drift);
 	double span_y = f->last_y - f->first_y;
+	double sw = 0;
+	for (int k = 0; k < f->nbins; k++)
+		sw += f->bw[k];
+	out->mean_width = nsum > 0 ? sw / nsum : 0;
+	/* the reference's place in the bracket may step (step 4 at the top):
+	 * a step of PLACE_STEP of the mean width, mid-window, bends the fit's
+	 * slope by 1.5 step / span */
+	out->place_ppm = 1e6 * 1.5 * PLACE_STEP * out->mean_width * slope / span_y;
+	out->ppm = 1e6 * (sqrt(stat * stat + drift_hidden * drift_hidden) + drift);
 	out->worst_ppm = sure_ppm((double)f->first_w, (double)f->last_w, slope, span_y);
 	/* A window mostly of gaps (a process starved at the cap) has few bins
 	 * and a wide statistical statement, but its two ends are far apart:
@@ -369,21 +395,20 @@ static int fit_result(const struct fit *f, struct nc__calib *out)
 	 * and for certain (each reference read lies inside its bracket, 1 ns
 	 * quantum at each end), than the fit's.  Taken where it is the
 	 * narrower statement. */
-	double sw = 0;
-	for (int k = 0; k < f->nbins; k++)
-		sw += f->bw[k];
-	out->mean_width = nsum > 0 ? sw / nsum : 0;
 	/* ... only where the brackets behave as that bound assumes: a scatter
 	 * about the line wider than half a bracket says the reference is not
 	 * read inside them (a simulated or emulated clock), and the bound
 	 * would not be sure (under valgrind a simulated world's rate stated
 	 * +-0.93 ppm from it let Unix time drift 169 us in 10 s) */
 	int ends_sure = sigma <= 0.5 * out->mean_width * slope + 1;
+	out->ppm += out->place_ppm;
 	if (ends_sure && out->worst_ppm < out->ppm && f->last_x > f->first_x) {
+		/* (each end anywhere in its bracket: the place's steps included) */
 		double hz_ends = 1e9 * (f->last_x - f->first_x) / span_y;
 		if (hz_ends > 0 && isfinite(hz_ends)) {
 			out->hz = hz_ends;
 			out->ppm = out->worst_ppm;
+			out->place_ppm = 0;
 		}
 	}
 	out->sigma_ns = sigma;
@@ -528,9 +553,11 @@ int nc__calib_extend(const struct nc__calib *c, const struct nc__bracket *b, dou
 	long double ns_tick = dy / dx;
 	long double w_anchor = c->mean_width > 0 ? (long double)c->mean_width
 						 : (long double)c->accept_width;
-	long double sure = ((long double)b->width + w_anchor) * 0.5L * ns_tick + 2.0L;
+	long double sure = ((long double)b->width + w_anchor + 2.0L) * 0.5L * ns_tick + 2.0L;
 	if (sure > err)
 		err = sure;
+	/* and the place's step between the two ends (step 4 at the top) */
+	err += (long double)PLACE_STEP * w_anchor * ns_tick;
 	*hz = (double)(1e9L * dx / dy);
 	*ppm = (double)(1e6L * err / dy);
 	return 0;

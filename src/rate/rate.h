@@ -61,6 +61,7 @@ struct nc__calib {
 	/* mean width of the accepted brackets, ticks (0: unknown, as for a
 	 * shared record's calibration: accept_width stands in for it) */
 	double mean_width;
+	double place_ppm;     /* the statement's part for a step of the reference's place */
 };
 /* One bracket: counter, reference, counter.  mid is the counter value at
  * the middle of the bracket, width its width, both in ticks (UINT64_MAX:

@@ -107,6 +107,8 @@ static struct {
 	char boot[40];           /* this boot's id, read once (have_ids) */
 	char cpu_text[32];       /* the CPU as the last record written named it */
 	int due;                 /* a refresh found a rewrite due (atomic: nc__shared_flush) */
+	int pending;             /* not written at init: the first statement was wider than ... */
+	double goal_ppm;         /* ... the goal; written once a refresh meets it */
 	int have_ids;
 } sh NC_GUARDED_BY(nc__lib_lock);
 
@@ -869,13 +871,26 @@ int nc__shared_write(const char *path, int sync_verdict, double sync_shift_ns, u
 	return rc;
 }
 
-void nc__shared_publish_own(void)
+void nc__shared_publish_own(double goal_ppm)
 {
 	NC_LOCK_HELD();
 	if (sh.adopted || !sh.own_path[0])
 		return;
 	char why[192];
 	struct rec r;
+	struct nc__meas m;
+	nc__rate_measurement(&m);
+	if (m.ppm > goal_ppm) {
+		/* a record is what others take instead of calibrating: only a
+		 * measurement as certain as the goal is one to hand them */
+		sh.pending = 1;
+		sh.goal_ppm = goal_ppm;
+		nc__fmt(why, sizeof(why), "not yet written: this process's first statement "
+			"(+-%.3f ppm) is wider than the goal (+-%.3f ppm); written once a refresh "
+			"measures the rate to it", m.ppm, goal_ppm);
+		status_add(sh.own_path, why);
+		return;
+	}
 	if (fill(&r, -1, 0, 0, why, sizeof(why)) == 0) {
 		nc__fmt(r.writer, sizeof(r.writer), "process");
 		if (write_rec(sh.own_path, &r, why, sizeof(why)) == 0) {
@@ -901,8 +916,17 @@ void nc__shared_after_refine(void)
 	/* a refresh, maybe in a signal handler, maybe a read's: it only
 	 * decides (no system call, errno untouched); the write is
 	 * nc__shared_flush's, outside the reading paths */
-	if (!sh.have_r || !sh.own_path[0] || nc__rate_remeasuring() || !nc__rate_meas_own() ||
+	if (!sh.own_path[0] || nc__rate_remeasuring() || !nc__rate_meas_own() ||
 	    __atomic_load_n(&sh.due, __ATOMIC_RELAXED))
+		return;
+	if (sh.pending) { /* the first write, once the goal is met */
+		struct nc__meas pm;
+		nc__rate_measurement(&pm);
+		if (pm.ppm > 0 && pm.ppm <= sh.goal_ppm)
+			__atomic_store_n(&sh.due, 1, __ATOMIC_RELEASE);
+		return;
+	}
+	if (!sh.have_r)
 		return;
 	/* only the record this process adopted or wrote at its own path, and
 	 * only for a measurement four times as certain over a second or more */
@@ -929,8 +953,11 @@ void nc__shared_flush(void)
 	struct rec r;
 	char path[256];
 	nc__lock();
+	int first = sh.pending;
 	int go = __atomic_load_n(&sh.due, __ATOMIC_RELAXED) &&
-		 fill(&r, sh.r.sync_verdict, sh.r.sync_max_shift_ns, sh.r.sync_ncpus, NULL, 0) == 0;
+		 (first ? fill(&r, -1, 0, 0, NULL, 0) == 0
+			: fill(&r, sh.r.sync_verdict, sh.r.sync_max_shift_ns, sh.r.sync_ncpus, NULL,
+			       0) == 0);
 	__atomic_store_n(&sh.due, 0, __ATOMIC_RELAXED);
 	if (go) {
 		r.sync_raw_ns = sh.r.sync_raw_ns;
@@ -944,7 +971,12 @@ void nc__shared_flush(void)
 		return;
 	nc__lock();
 	sh.r = r;
-	sh.published = 1;
+	sh.published = sh.have_r = 1;
+	if (first) {
+		sh.pending = 0;
+		nc__copy(sh.path, sizeof(sh.path), sh.own_path);
+		status_add(sh.own_path, "written by this process (once a refresh met the goal)");
+	}
 	nc__unlock();
 }
 

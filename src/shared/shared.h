@@ -72,8 +72,10 @@ NC_HIDDEN const struct nc__machine_facts *nc__shared_look(const struct nc__confi
 NC_HIDDEN int nc__shared_adopt(const struct nc__config *cfg, struct nc__calib *out,
 			       struct nc__bracket *start) NC_REQUIRES(nc__lib_lock);
 /* Initialisation's end: where nothing was adopted, this process's
- * calibration is written as the user's record (or NANOCLOCK_SHARED's). */
-NC_HIDDEN void nc__shared_publish_own(void) NC_REQUIRES(nc__lib_lock);
+ * calibration is written as the user's record (or NANOCLOCK_SHARED's) if
+ * it is as certain as the goal (goal_ppm); an early, wider statement is
+ * written once a refresh measures the rate to the goal. */
+NC_HIDDEN void nc__shared_publish_own(double goal_ppm) NC_REQUIRES(nc__lib_lock);
 /* A refresh refined the rate (lock held; no system call): a rewrite is
  * due when this process's measurement is now four times as certain as the
  * record's ... */

@@ -39,6 +39,10 @@ struct sim {
 	 * U(0.5, 1.5), and the reference reads off by a new offset of
 	 * U(-stall_step_ns, stall_step_ns) (another CPU, caches cold) */
 	double slice_ns, stall_ns, stall_step_ns, slice_left, stall_off;
+	/* the reference's place in the bracket steps by place_step_ns at true
+	 * time place_step_t (what runs beside the process changed: issue 26) */
+	double place_step_ns;
+	long double place_step_t;
 	uint64_t rng;
 	long calls;
 };
@@ -100,6 +104,8 @@ static inline int64_t sim_ref(void *ctx)
 	if (s->episode_ns > 0)
 		t += s->episode_off * exp(-(double)(s->t_ns - s->episode_t) / s->episode_tau_ns);
 	t += s->stall_off;
+	if (s->place_step_ns != 0 && s->t_ns >= s->place_step_t)
+		t += s->place_step_ns;
 	if (s->warm_ns > 0) {
 		double age = (double)(s->t_ns - s->warm_t0);
 		if (age < s->warm_period_ns)
@@ -125,6 +131,8 @@ static inline void sim_default(struct sim *s, double hz, uint64_t seed)
 	s->episode_ns = s->episode_tau_ns = s->episode_off = 0;
 	s->episode_t = s->t_ns;
 	s->slice_ns = s->stall_ns = s->stall_step_ns = s->slice_left = s->stall_off = 0;
+	s->place_step_ns = 0;
+	s->place_step_t = 0;
 	s->rng = seed * 0x9E3779B97F4A7C15ull + 1;
 	s->calls = 0;
 }

@@ -22,9 +22,13 @@ static void futex(uint32_t *w, int op, uint32_t v)
 }
 
 #ifdef NC_DEBUG
-/* the calling thread (a system call: no cached value, which a forked
- * child would inherit from its parent's thread) */
-static int32_t tid(void) { return (int32_t)syscall(SYS_gettid); }
+/* the calling thread: the address of its own thread-local byte, no
+ * system call (a read that tries the lock may run under a seccomp filter
+ * that allows only the calls the manual lists; test_syscalls).  A forked
+ * child's thread has its forking thread's address, but not its pid,
+ * which nc__lock_held checks first. */
+static __thread char this_thread __attribute__((tls_model("initial-exec")));
+static uintptr_t tid(void) { return (uintptr_t)&this_thread; }
 #endif
 
 /* Taken by a process that is not this one: this is a child forked while
@@ -40,7 +44,7 @@ static int take_over(struct nc__futex_lock *l)
 	if (!__atomic_compare_exchange_n(&l->owner, &o, me, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return 0;
 #ifdef NC_DEBUG
-	__atomic_store_n(&l->tid, tid(), __ATOMIC_RELAXED);
+	__atomic_store_n(&l->thread, tid(), __ATOMIC_RELAXED);
 #endif
 	__atomic_store_n(&l->word, 1, __ATOMIC_RELAXED);
 	return 1;
@@ -50,7 +54,7 @@ static void owned(struct nc__futex_lock *l)
 {
 	__atomic_store_n(&l->owner, (int32_t)getpid(), __ATOMIC_RELAXED);
 #ifdef NC_DEBUG
-	__atomic_store_n(&l->tid, tid(), __ATOMIC_RELAXED);
+	__atomic_store_n(&l->thread, tid(), __ATOMIC_RELAXED);
 #endif
 }
 
@@ -87,7 +91,7 @@ void nc__futex_unlock(struct nc__futex_lock *l) NC_NO_TSA
 {
 	__atomic_store_n(&l->owner, 0, __ATOMIC_RELAXED);
 #ifdef NC_DEBUG
-	__atomic_store_n(&l->tid, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->thread, 0, __ATOMIC_RELAXED);
 #endif
 	if (__atomic_exchange_n(&l->word, 0, __ATOMIC_RELEASE) == 2)
 		futex(&l->word, FUTEX_WAKE, 1);
@@ -105,6 +109,6 @@ int nc__lock_held(void)
 {
 	return __atomic_load_n(&nc__lib_lock.word, __ATOMIC_RELAXED) != 0 &&
 	       __atomic_load_n(&nc__lib_lock.owner, __ATOMIC_RELAXED) == (int32_t)getpid() &&
-	       __atomic_load_n(&nc__lib_lock.tid, __ATOMIC_RELAXED) == tid();
+	       __atomic_load_n(&nc__lib_lock.thread, __ATOMIC_RELAXED) == tid();
 }
 #endif

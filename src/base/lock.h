@@ -24,7 +24,7 @@ struct NC_CAPABILITY("mutex") nc__futex_lock {
 	uint32_t word;
 	int32_t owner;
 #ifdef NC_DEBUG
-	int32_t tid;
+	uintptr_t thread; /* the holder's thread (debug: nc__lock_held) */
 #endif
 };
 #ifdef NC_DEBUG
@@ -42,7 +42,7 @@ static inline void nc__futex_reset(struct nc__futex_lock *l) NC_RELEASE(*l) NC_N
 {
 	__atomic_store_n(&l->owner, 0, __ATOMIC_RELAXED);
 #ifdef NC_DEBUG
-	__atomic_store_n(&l->tid, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->thread, 0, __ATOMIC_RELAXED);
 #endif
 	__atomic_store_n(&l->word, 0, __ATOMIC_RELAXED);
 }

@@ -359,7 +359,7 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 	       in->resolution_ticks == 1 ? "" : "s", in->resolution_ns);
 	printf("wraps in       %.3g years (%llu s)\n", in->seconds_before_wrap / 31557600.0,
 	       (unsigned long long)in->seconds_before_wrap);
-	if (in->calib_early)
+	if (in->calib_early && strcmp(in->hz_source, "measured") == 0)
 		printf("init           %.3f ms (first statement after 0.25 ms; goal ±%.3g ppm reached by "
 		       "the refreshes)%s%s\n", in->init_ms, in->calib_target_ppm,
 		       in->calib_status[0] ? " — " : "", in->calib_status);

@@ -461,8 +461,9 @@ void nc__wall_status(struct nc_unix_status *st, struct nc__kclock *k, int *have_
 	/* where the published line is now against where CLOCK_REALTIME is by
 	 * the tie and the rate followed: the correction left at the tie as the
 	 * line's actual slope has slewed it since (a slope clamped for readers
-	 * already past the epoch's end can overshoot it; taken as |left| alone,
-	 * a read 70 ns beyond the statement was seen in test_threads) */
+	 * already past the epoch's end can overshoot |left|: a reading of the
+	 * code, not a measurement; the misses test_threads saw were reads past
+	 * their epoch's end, counted apart since) */
 	double off_now = fabs(wall.err_ns);
 	if (wall.have && wall.tie_rate > 0) {
 		struct nc__epoch e;

@@ -77,7 +77,7 @@ NC_API uint64_t nc_ns_to_ticks(uint64_t ns);
  * returns: it stops as soon as its stated uncertainty is at most
  * `target_ppm`, or after `max_ms` (then the uncertainty says what it got).
  * Not asked for (here or by NANOCLOCK_CALIB_PPM), the first calibration
- * takes 0.25 ms and states what that backs (10-20 ppm on a KVM guest:
+ * takes 0.25 ms and states what that backs (14-22 ppm measured on a KVM guest:
  * README), and the refreshes' long baselines bring the rate to 1 ppm
  * (within about 100 ms of reads of nc_now_ns / nc_unix_ns, or of the upkeep
  * thread); either way later refreshes keep refining it.  Defaults: 1 ppm,

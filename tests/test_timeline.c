@@ -704,13 +704,24 @@ static void test_utc_decode(void **state)
 	assert_int_equal(st.kernel_state, -1);
 }
 
+/* The nominal tick the library assumes (USER_HZ, not asked at a start)
+ * is the one the system states. */
+static void test_nominal_tick(void **state)
+{
+	(void)state;
+	long hz = sysconf(_SC_CLK_TCK);
+	assert_true(hz > 0);
+	assert_int_equal(nc__tick_nominal_us(), (1000000 + hz / 2) / hz);
+}
+
 int main(int argc, char **argv)
 {
 	int rc = child_main(argc, argv, cases, NCASES);
 	if (rc >= 0)
 		return rc;
-	struct CMUnitTest tests[NCASES + 1];
+	struct CMUnitTest tests[NCASES + 2];
 	tests[0] = (struct CMUnitTest)cmocka_unit_test(test_utc_decode);
-	child_tests(tests + 1, cases, NCASES);
-	return _cmocka_run_group_tests("test_timeline", tests, NCASES + 1, NULL, NULL);
+	tests[1] = (struct CMUnitTest)cmocka_unit_test(test_nominal_tick);
+	child_tests(tests + 2, cases, NCASES);
+	return _cmocka_run_group_tests("test_timeline", tests, NCASES + 2, NULL, NULL);
 }

@@ -34,13 +34,28 @@ static int64_t os_mono(void) { return nc__clock_ns(CLOCK_MONOTONIC); }
 static int64_t os_real(void) { return nc__clock_ns(CLOCK_REALTIME); }
 static int64_t os_boot(void) { return nc__clock_ns(CLOCK_BOOTTIME); }
 
+/* The kernel's nominal tick in us (its TICK_USEC): adjtimex's tick field
+ * counts us per USER_HZ tick, and USER_HZ is 100 on every Linux
+ * architecture this library builds for (1024 only on alpha and ia64).
+ * sysconf(_SC_CLK_TCK) says the same number, but a start that asks it
+ * touches two more pages of libc (~50 us on a nested guest where a first
+ * touch costs ~25 us); test_timeline nominal_tick checks that the two agree. */
+long nc__tick_nominal_us(void)
+{
+#if defined(__alpha__) || defined(__ia64__)
+	const long user_hz = 1024;
+#else
+	const long user_hz = 100;
+#endif
+	return (1000000 + user_hz / 2) / user_hz;
+}
+
 /* adjtimex's reads need no privilege.  ADJ_OFFSET_SS_READ reads every
  * field as modes 0 does, except that offset is what adjtime() has left to
  * slew; the kernel's own offset is read by a second call.  Each costs a
  * system call (~0.3 us in a VM): a tie makes two. */
 static int os_kclock(struct nc__kclock *k)
 {
-	static long clk_tck; /* constant: read once (a race writes the same value) */
 	struct timex tx = {0};
 	tx.modes = ADJ_OFFSET_SS_READ;
 	int state = adjtimex(&tx);
@@ -54,12 +69,7 @@ static int os_kclock(struct nc__kclock *k)
 	/* freq is in ppm with a 16-bit fraction */
 	k->freq_ppm = (double)tx.freq / 65536.0;
 	k->tick_us = tx.tick;
-	long hz = __atomic_load_n(&clk_tck, __ATOMIC_RELAXED);
-	if (hz <= 0) {
-		hz = sysconf(_SC_CLK_TCK);
-		__atomic_store_n(&clk_tck, hz, __ATOMIC_RELAXED);
-	}
-	k->tick_nominal_us = hz > 0 ? 1000000 / hz : 10000;
+	k->tick_nominal_us = nc__tick_nominal_us();
 	k->adjtime_active = tx.offset != 0;
 	k->adjtime_left_ns = (double)(tx.offset < 0 ? -tx.offset : tx.offset) * 1e3;
 	k->pll_offset_ns = 0;

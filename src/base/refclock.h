@@ -37,6 +37,7 @@ struct nc__refclocks {
 NC_HIDDEN extern struct nc__refclocks nc__ref;
 NC_HIDDEN void nc__test_set_refclocks(const struct nc__refclocks *r);
 NC_HIDDEN int64_t nc__mono_raw_ns(void);
+NC_HIDDEN long nc__tick_nominal_us(void); /* adjtimex's nominal tick, us */
 /* a test replaced the reference clocks (nothing is shared then) */
 NC_HIDDEN int nc__ref_simulated(void);
 /* The reference clocks as a measurement's reference (struct nc__calib_io's

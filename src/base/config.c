@@ -48,10 +48,12 @@ const char *nc__quote(const char *s, char *out, size_t outlen)
 	return out;
 }
 
-/* Accepts a decimal number with an optional unit: "2100000000",
- * "2.1e9", "2.1G", "2100MHz", "24 MHz".  Hex floats, "inf", "nan", signs
- * other than a leading '+', and trailing text are refused. */
-int nc__parse_hz(const char *s, double *hz, char *why, size_t whylen)
+/* The one strict reading of a setting's number: leading spaces, an
+ * optional '+', a decimal number strtod reads (no hex, "inf", "nan" or
+ * other sign), finite; then, where units is set, k, M or G and Hz (as in
+ * "2.1G", "2100MHz", "24 MHz"); trailing spaces and nothing else.  0 and
+ * *out set, or NC_EINVAL with why[]. */
+static int parse_decimal(const char *s, int units, double *out, char *why, size_t whylen)
 {
 	char q[48];
 	if (!s || !*s) {
@@ -80,24 +82,34 @@ int nc__parse_hz(const char *s, double *hz, char *why, size_t whylen)
 	}
 	while (isspace((unsigned char)*end))
 		end++;
-	double unit = 1;
-	switch (*end) {
-	case 'k': case 'K': unit = 1e3; end++; break;
-	case 'M': unit = 1e6; end++; break;
-	case 'G': unit = 1e9; end++; break;
-	default: break;
+	if (units) {
+		switch (*end) {
+		case 'k': case 'K': v *= 1e3; end++; break;
+		case 'M': v *= 1e6; end++; break;
+		case 'G': v *= 1e9; end++; break;
+		default: break;
+		}
+		if ((end[0] == 'H' || end[0] == 'h') && (end[1] == 'z' || end[1] == 'Z'))
+			end += 2;
+		while (isspace((unsigned char)*end))
+			end++;
 	}
-	if ((end[0] == 'H' || end[0] == 'h') && (end[1] == 'z' || end[1] == 'Z'))
-		end += 2;
-	while (isspace((unsigned char)*end))
-		end++;
 	if (*end) {
 		char q2[48];
 		snprintf(why, whylen, "'%s': unexpected text '%.16s'", nc__quote(s, q, sizeof(q)),
 			 nc__quote(end, q2, sizeof(q2)));
 		return NC_EINVAL;
 	}
-	v *= unit;
+	*out = v;
+	return 0;
+}
+
+int nc__parse_hz(const char *s, double *hz, char *why, size_t whylen)
+{
+	double v;
+	int rc = parse_decimal(s, 1, &v, why, whylen);
+	if (rc != 0)
+		return rc;
 	if (!nc__hz_valid(v)) {
 		snprintf(why, whylen, "%.6g Hz is outside 1 kHz .. 100 GHz", v);
 		return NC_ERANGE;
@@ -108,28 +120,10 @@ int nc__parse_hz(const char *s, double *hz, char *why, size_t whylen)
 
 int nc__parse_positive(const char *s, double lo, double hi, double *out, char *why, size_t whylen)
 {
-	char q[48];
-	if (!s || !*s) {
-		snprintf(why, whylen, "empty value");
-		return NC_EINVAL;
-	}
-	const char *p = s;
-	while (isspace((unsigned char)*p))
-		p++;
-	if (!(isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) ||
-	    (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))) {
-		snprintf(why, whylen, "'%s' is not a positive decimal number", nc__quote(s, q, sizeof(q)));
-		return NC_EINVAL;
-	}
-	char *end;
-	errno = 0;
-	double v = strtod(p, &end);
-	while (isspace((unsigned char)*end))
-		end++;
-	if (end == p || errno == ERANGE || !isfinite(v) || *end) {
-		snprintf(why, whylen, "'%s' is not a finite decimal number", nc__quote(s, q, sizeof(q)));
-		return NC_EINVAL;
-	}
+	double v;
+	int rc = parse_decimal(s, 0, &v, why, whylen);
+	if (rc != 0)
+		return rc;
 	if (!(v >= lo && v <= hi)) {
 		snprintf(why, whylen, "%.6g is outside %g .. %g", v, lo, hi);
 		return NC_ERANGE;

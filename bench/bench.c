@@ -68,7 +68,11 @@ static int64_t raw_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* ---- baselines: the counter instruction by hand ---- */
+/* ---- baselines: the counter instruction by hand ----
+ * Not nanoclock_impl.h's reads: a baseline must not move when the
+ * library's instructions change, and the ordered one (a fence, then the
+ * read) is there only behind nc_impl_after's test of the counter's kind,
+ * which gcc keeps in the loop. */
 #if defined(__x86_64__) || defined(__i386__)
 #define HAVE_BASELINE 1
 #define RAW_NAME "rdtsc"

@@ -78,161 +78,128 @@ static const char *verdict_name(int v)
 }
 
 /* ---- stats ---- */
-void nc_trace_print_stats(FILE *f, const struct nc_trace_reader *r, const char *name, int json)
+/* What the threads' counts add up to (hostile totals saturate instead of
+ * wrapping) */
+struct losses {
+	uint64_t dropped, overwritten, nested, late;
+};
+static struct losses losses_of(const struct nc_trace_reader *r, unsigned threads)
 {
-	struct nc_trace_info in;
-	nc_trace_read_info(r, &in);
-	int64_t span = (int64_t)((uint64_t)in.last_mono_ns - (uint64_t)in.first_mono_ns);
-	uint64_t dropped = 0, overwritten = 0, nested = 0, late = 0;
-	for (unsigned i = 0; i < in.threads; i++) {
+	struct losses l = {0, 0, 0, 0};
+	for (unsigned i = 0; i < threads; i++) {
 		struct nc_trace_thread_info t;
 		nc_trace_read_thread(r, i, &t);
-		/* hostile totals saturate instead of wrapping */
-		dropped = sat_add(dropped, t.counts.dropped);
-		overwritten = sat_add(overwritten, t.counts.overwritten);
-		nested = sat_add(nested, t.counts.nested);
-		late = sat_add(late, t.counts.late);
+		l.dropped = sat_add(l.dropped, t.counts.dropped);
+		l.overwritten = sat_add(l.overwritten, t.counts.overwritten);
+		l.nested = sat_add(l.nested, t.counts.nested);
+		l.late = sat_add(l.late, t.counts.late);
 	}
-	char a[64], b[64], c[64];
-	if (json) {
-		fprintf(f, "{\n  \"file\": ");
-		jstr(f, name);
-		fprintf(f, ",\n  \"format\": \"%u.%u\",\n  \"closed\": %s,\n  \"counter\": ",
-			in.version_major, in.version_minor, in.closed ? "true" : "false");
-		jstr(f, in.counter);
-		/* numbers from the file may be NaN or infinite: null in JSON */
-		fprintf(f, ",\n  \"hz\": ");
-		nc_export_jnum(f, "%.6f", in.hz);
-		fprintf(f, ",\n  \"hz_ppm\": ");
-		nc_export_jnum(f, "%.6g", in.hz_ppm);
-		fprintf(f, ",\n  \"hz_final\": ");
-		nc_export_jnum(f, "%.6f", in.hz_final);
-		fprintf(f, ",\n  \"hz_final_ppm\": ");
-		nc_export_jnum(f, "%.6g", in.hz_final_ppm);
-		fprintf(f, ",\n  \"host\": ");
-		jstr(f, in.host);
-		fprintf(f, ",\n  \"pid\": %u,\n  \"mode\": \"%s\",\n  \"cputime\": %s,\n"
-			   "  \"global_seq\": %s,\n",
-			in.pid, in.mode == NC_TRACE_OVERWRITE ? "overwrite" : "drop",
-			(in.flags & NC_TRACE_CPUTIME) ? "true" : "false",
-			(in.flags & NC_TRACE_GSEQ) ? "true" : "false");
-		fprintf(f, "  \"unix_tie_error_ns\": ");
-		nc_export_jnum(f, "%.1f", in.tie_error_ns);
-		fprintf(f, ",\n  \"utc_error_ns\": ");
-		if (in.utc_error_ns >= 0)
-			nc_export_jnum(f, "%.0f", in.utc_error_ns);
-		else
-			fprintf(f, "null");
-		fprintf(f, ",\n  \"cross_cpu\": \"%s\",\n  \"cross_cpu_max_shift_ticks\": %" PRIu64 ",\n",
-			verdict_name(in.sync_verdict), in.sync_max_shift_ticks);
-		fprintf(f, "  \"shared_record\": \"%s\",\n  \"shared_record_path\": ",
-			in.shared == 1 ? "adopted" : in.shared == 2 ? "written" : "none");
-		jstr(f, in.shared_path);
-		fprintf(f, ",\n  \"shared_record_writer_pid\": %u,\n  \"shared_record_generation\": %" PRIu64
-			   ",\n",
-			in.shared_writer_pid, in.shared_generation);
-		fprintf(f, "  \"threads\": %u,\n  \"events\": %" PRIu64 ",\n  \"blocks\": %" PRIu64
-			   ",\n  \"dropped\": %" PRIu64 ",\n  \"dropped_nested\": %" PRIu64
-			   ",\n  \"dropped_late\": %" PRIu64 ",\n  \"overwritten\": %" PRIu64
-			   ",\n  \"sequence_gaps\": %" PRIu64 ",\n  \"events_missing\": %" PRIu64 ",\n",
-			in.threads, in.events, in.blocks_read, dropped, nested, late, overwritten, in.gaps,
-			in.missing);
-		fprintf(f, "  \"first_ticks\": %" PRIu64 ",\n  \"last_ticks\": %" PRIu64
-			   ",\n  \"first_mono_ns\": %" PRId64 ",\n  \"last_mono_ns\": %" PRId64
-			   ",\n  \"first_unix_ns\": %" PRId64 ",\n  \"last_unix_ns\": %" PRId64
-			   ",\n  \"span_ns\": %" PRId64 ",\n",
-			in.first_ticks, in.last_ticks, in.first_mono_ns, in.last_mono_ns, in.first_unix_ns,
-			in.last_unix_ns, in.events ? span : 0);
-		fprintf(f, "  \"stamps\": {\"syncs\": %" PRIu64 ", \"anchors\": %" PRIu64
-			   ", \"anchors_rejected\": %" PRIu64 ", \"max_anchor_halfwidth_ns\": ",
-			in.syncs, in.anchors, in.anchors_rejected);
-		nc_export_jnum(f, "%.1f", in.max_anchor_halfwidth_ns);
-		fprintf(f, ", \"anchor_rate_vs_stated_ppm\": ");
-		nc_export_jnum(f, "%.4f", in.anchor_rate_ppm);
-		fprintf(f, ", \"max_compact_delta_ticks\": %" PRIu64 ", \"backwards\": %" PRIu64 "},\n",
-			in.max_delta_ticks, in.backwards);
-		uint64_t used;
-		char stop[256];
-		int complete = nc_trace_read_complete(r, &used, stop, sizeof(stop));
-		fprintf(f, "  \"complete\": %s,\n  \"bytes_read\": %" PRIu64 ",\n  \"stopped\": ",
-			complete ? "true" : "false", used);
-		if (complete)
-			fprintf(f, "null");
-		else
-			jstr(f, stop);
-		fprintf(f, ",\n");
-		fprintf(f, "  \"per_thread\": [");
-		for (unsigned i = 0; i < in.threads; i++) {
-			struct nc_trace_thread_info t;
-			nc_trace_read_thread(r, i, &t);
-			fprintf(f, "%s\n    {\"thread\": %u, \"name\": ", i ? "," : "", i);
-			jstr(f, t.name);
-			fprintf(f, ", \"tid\": %" PRId64 ", \"events\": %" PRIu64 ", \"blocks\": %" PRIu64
-				   ", \"first_seq\": %" PRIu64 ", \"last_seq\": %" PRIu64
-				   ", \"gaps\": %" PRIu64 ", \"missing\": %" PRIu64 ", \"syncs\": %" PRIu64
-				   ", \"max_compact_delta_ticks\": %" PRIu64 ", \"backwards\": %" PRIu64,
-				t.tid, t.events, t.blocks, t.first_seq, t.last_seq, t.gaps, t.missing,
-				t.syncs, t.max_delta_ticks, t.backwards);
-			if (t.have_counts)
-				fprintf(f, ", \"appended\": %" PRIu64 ", \"dropped\": %" PRIu64
-					   ", \"dropped_nested\": %" PRIu64 ", \"dropped_late\": %" PRIu64
-					   ", \"overwritten\": %" PRIu64,
-					t.counts.events, t.counts.dropped, t.counts.nested, t.counts.late,
-					t.counts.overwritten);
-			fprintf(f, "}");
-		}
-		fprintf(f, "%s]\n}\n", in.threads ? "\n  " : "");
-		return;
+	return l;
+}
+
+static void stats_json_threads(FILE *f, const struct nc_trace_reader *r, unsigned threads)
+{
+	fprintf(f, "  \"per_thread\": [");
+	for (unsigned i = 0; i < threads; i++) {
+		struct nc_trace_thread_info t;
+		nc_trace_read_thread(r, i, &t);
+		fprintf(f, "%s\n    {\"thread\": %u, \"name\": ", i ? "," : "", i);
+		jstr(f, t.name);
+		fprintf(f, ", \"tid\": %" PRId64 ", \"events\": %" PRIu64 ", \"blocks\": %" PRIu64
+			   ", \"first_seq\": %" PRIu64 ", \"last_seq\": %" PRIu64
+			   ", \"gaps\": %" PRIu64 ", \"missing\": %" PRIu64 ", \"syncs\": %" PRIu64
+			   ", \"max_compact_delta_ticks\": %" PRIu64 ", \"backwards\": %" PRIu64,
+			t.tid, t.events, t.blocks, t.first_seq, t.last_seq, t.gaps, t.missing,
+			t.syncs, t.max_delta_ticks, t.backwards);
+		if (t.have_counts)
+			fprintf(f, ", \"appended\": %" PRIu64 ", \"dropped\": %" PRIu64
+				   ", \"dropped_nested\": %" PRIu64 ", \"dropped_late\": %" PRIu64
+				   ", \"overwritten\": %" PRIu64,
+				t.counts.events, t.counts.dropped, t.counts.nested, t.counts.late,
+				t.counts.overwritten);
+		fprintf(f, "}");
 	}
-	fprintf(f, "trace %s: format %u.%u, %s\n", name, in.version_major, in.version_minor,
-		in.closed ? "closed" : "NOT closed (no totals record: the writer did not finish)");
-	fprintf(f, "clock        %s at %.6f MHz ± %.3g ppm", in.counter, in.hz / 1e6, in.hz_ppm);
-	if (in.hz_final > 0)
-		fprintf(f, " (at close %.6f MHz ± %.3g ppm)", in.hz_final / 1e6, in.hz_final_ppm);
-	fprintf(f, "; host %s, pid %u\n", in.host[0] ? in.host : "?", in.pid);
-	fprintf(f, "unix tie     ±%.0f ns to CLOCK_REALTIME; ", in.tie_error_ns);
-	if (in.utc_error_ns >= 0)
-		fprintf(f, "±%.3f ms to UTC", in.utc_error_ns / 1e6);
+	fprintf(f, "%s]", threads ? "\n  " : "");
+}
+
+static void stats_json(FILE *f, const struct nc_trace_reader *r, const char *name,
+		       const struct nc_trace_info *in, const struct losses *l, int64_t span)
+{
+	fprintf(f, "{\n  \"file\": ");
+	jstr(f, name);
+	fprintf(f, ",\n  \"format\": \"%u.%u\",\n  \"closed\": %s,\n  \"counter\": ",
+		in->version_major, in->version_minor, in->closed ? "true" : "false");
+	jstr(f, in->counter);
+	/* numbers from the file may be NaN or infinite: null in JSON */
+	fprintf(f, ",\n  \"hz\": ");
+	nc_export_jnum(f, "%.6f", in->hz);
+	fprintf(f, ",\n  \"hz_ppm\": ");
+	nc_export_jnum(f, "%.6g", in->hz_ppm);
+	fprintf(f, ",\n  \"hz_final\": ");
+	nc_export_jnum(f, "%.6f", in->hz_final);
+	fprintf(f, ",\n  \"hz_final_ppm\": ");
+	nc_export_jnum(f, "%.6g", in->hz_final_ppm);
+	fprintf(f, ",\n  \"host\": ");
+	jstr(f, in->host);
+	fprintf(f, ",\n  \"pid\": %u,\n  \"mode\": \"%s\",\n  \"cputime\": %s,\n"
+		   "  \"global_seq\": %s,\n",
+		in->pid, in->mode == NC_TRACE_OVERWRITE ? "overwrite" : "drop",
+		(in->flags & NC_TRACE_CPUTIME) ? "true" : "false",
+		(in->flags & NC_TRACE_GSEQ) ? "true" : "false");
+	fprintf(f, "  \"unix_tie_error_ns\": ");
+	nc_export_jnum(f, "%.1f", in->tie_error_ns);
+	fprintf(f, ",\n  \"utc_error_ns\": ");
+	if (in->utc_error_ns >= 0)
+		nc_export_jnum(f, "%.0f", in->utc_error_ns);
 	else
-		fprintf(f, "error from UTC unknown");
-	fprintf(f, "; cross-CPU check %s", verdict_name(in.sync_verdict));
-	if (in.sync_verdict >= 0)
-		fprintf(f, " (%u CPUs, max shift %" PRIu64 " ticks)", in.sync_ncpus,
-			in.sync_max_shift_ticks);
-	if (in.shared)
-		fprintf(f, "\nshared rec.  %s %s (writer pid %u, uid %u, generation %" PRIu64
-			   ": %.6f MHz ± %.3g ppm)",
-			in.shared == 1 ? "adopted" : "written", in.shared_path, in.shared_writer_pid,
-			in.shared_writer_uid, in.shared_generation, in.shared_hz / 1e6, in.shared_ppm);
-	else if (in.version_minor >= 1)
-		fprintf(f, "\nshared rec.  none");
-	fprintf(f, "\nrecording    %s mode, %u blocks of %u bytes per thread%s%s\n",
-		in.mode == NC_TRACE_OVERWRITE ? "overwrite" : "drop", in.blocks, in.block_bytes,
-		(in.flags & NC_TRACE_CPUTIME) ? ", thread CPU time per event" : "",
-		(in.flags & NC_TRACE_GSEQ) ? ", global sequence number per event" : "");
-	if (in.events) {
-		secs(a, sizeof(a), span);
-		iso(b, sizeof(b), in.first_unix_ns);
-		iso(c, sizeof(c), in.last_unix_ns);
-		fprintf(f, "time span    %s s: %s .. %s\n", a, b, c);
-	} else {
-		fprintf(f, "time span    (no events)\n");
-	}
-	fprintf(f, "events       %" PRIu64 " in %u threads, %" PRIu64 " blocks; dropped %" PRIu64
-		   " (ring full) + %" PRIu64 " (signal handler nesting) + %" PRIu64
-		   " (after thread end), overwritten %" PRIu64 "\n",
-		in.events, in.threads, in.blocks_read, dropped, nested, late, overwritten);
-	fprintf(f, "sequence     %" PRIu64 " gaps, %" PRIu64 " events missing\n", in.gaps, in.missing);
-	fprintf(f, "stamps       %" PRIu64 " sync records, %" PRIu64 " used as anchors (%" PRIu64
-		   " rejected), widest ±%.0f ns; anchors' rate %+.3f ppm from the stated one\n"
-		   "             largest compact delta %" PRIu64 " ticks (%.4f%% of 2^32); %" PRIu64
-		   " events stamped below their predecessor\n",
-		in.syncs, in.anchors, in.anchors_rejected, in.max_anchor_halfwidth_ns,
-		in.anchor_rate_ppm, in.max_delta_ticks, (double)in.max_delta_ticks / 4294967296.0 * 100,
-		in.backwards);
+		fprintf(f, "null");
+	fprintf(f, ",\n  \"cross_cpu\": \"%s\",\n  \"cross_cpu_max_shift_ticks\": %" PRIu64 ",\n",
+		verdict_name(in->sync_verdict), in->sync_max_shift_ticks);
+	fprintf(f, "  \"shared_record\": \"%s\",\n  \"shared_record_path\": ",
+		in->shared == 1 ? "adopted" : in->shared == 2 ? "written" : "none");
+	jstr(f, in->shared_path);
+	fprintf(f, ",\n  \"shared_record_writer_pid\": %u,\n  \"shared_record_generation\": %" PRIu64
+		   ",\n",
+		in->shared_writer_pid, in->shared_generation);
+	fprintf(f, "  \"threads\": %u,\n  \"events\": %" PRIu64 ",\n  \"blocks\": %" PRIu64
+		   ",\n  \"dropped\": %" PRIu64 ",\n  \"dropped_nested\": %" PRIu64
+		   ",\n  \"dropped_late\": %" PRIu64 ",\n  \"overwritten\": %" PRIu64
+		   ",\n  \"sequence_gaps\": %" PRIu64 ",\n  \"events_missing\": %" PRIu64 ",\n",
+		in->threads, in->events, in->blocks_read, l->dropped, l->nested, l->late, l->overwritten,
+		in->gaps, in->missing);
+	fprintf(f, "  \"first_ticks\": %" PRIu64 ",\n  \"last_ticks\": %" PRIu64
+		   ",\n  \"first_mono_ns\": %" PRId64 ",\n  \"last_mono_ns\": %" PRId64
+		   ",\n  \"first_unix_ns\": %" PRId64 ",\n  \"last_unix_ns\": %" PRId64
+		   ",\n  \"span_ns\": %" PRId64 ",\n",
+		in->first_ticks, in->last_ticks, in->first_mono_ns, in->last_mono_ns, in->first_unix_ns,
+		in->last_unix_ns, in->events ? span : 0);
+	fprintf(f, "  \"stamps\": {\"syncs\": %" PRIu64 ", \"anchors\": %" PRIu64
+		   ", \"anchors_rejected\": %" PRIu64 ", \"max_anchor_halfwidth_ns\": ",
+		in->syncs, in->anchors, in->anchors_rejected);
+	nc_export_jnum(f, "%.1f", in->max_anchor_halfwidth_ns);
+	fprintf(f, ", \"anchor_rate_vs_stated_ppm\": ");
+	nc_export_jnum(f, "%.4f", in->anchor_rate_ppm);
+	fprintf(f, ", \"max_compact_delta_ticks\": %" PRIu64 ", \"backwards\": %" PRIu64 "},\n",
+		in->max_delta_ticks, in->backwards);
+	uint64_t used;
+	char stop[256];
+	int complete = nc_trace_read_complete(r, &used, stop, sizeof(stop));
+	fprintf(f, "  \"complete\": %s,\n  \"bytes_read\": %" PRIu64 ",\n  \"stopped\": ",
+		complete ? "true" : "false", used);
+	if (complete)
+		fprintf(f, "null");
+	else
+		jstr(f, stop);
+	fprintf(f, ",\n");
+	stats_json_threads(f, r, in->threads);
+	fprintf(f, "\n}\n");
+}
+
+static void stats_text_threads(FILE *f, const struct nc_trace_reader *r, unsigned threads)
+{
 	fprintf(f, "threads      %4s %-20s %8s %10s %7s %12s %12s %6s %8s %8s\n", "#", "name", "tid",
 		"events", "blocks", "first seq", "last seq", "gaps", "missing", "syncs");
-	for (unsigned i = 0; i < in.threads; i++) {
+	for (unsigned i = 0; i < threads; i++) {
 		struct nc_trace_thread_info t;
 		nc_trace_read_thread(r, i, &t);
 		char nm[40];
@@ -245,6 +212,72 @@ void nc_trace_print_stats(FILE *f, const struct nc_trace_reader *r, const char *
 			i, nm, t.tid, t.events, t.blocks, t.first_seq, t.last_seq, t.gaps, t.missing,
 			t.syncs);
 	}
+}
+
+static void stats_text(FILE *f, const struct nc_trace_reader *r, const char *name,
+		       const struct nc_trace_info *in, const struct losses *l, int64_t span)
+{
+	char a[64], b[64], c[64];
+	fprintf(f, "trace %s: format %u.%u, %s\n", name, in->version_major, in->version_minor,
+		in->closed ? "closed" : "NOT closed (no totals record: the writer did not finish)");
+	fprintf(f, "clock        %s at %.6f MHz ± %.3g ppm", in->counter, in->hz / 1e6, in->hz_ppm);
+	if (in->hz_final > 0)
+		fprintf(f, " (at close %.6f MHz ± %.3g ppm)", in->hz_final / 1e6, in->hz_final_ppm);
+	fprintf(f, "; host %s, pid %u\n", in->host[0] ? in->host : "?", in->pid);
+	fprintf(f, "unix tie     ±%.0f ns to CLOCK_REALTIME; ", in->tie_error_ns);
+	if (in->utc_error_ns >= 0)
+		fprintf(f, "±%.3f ms to UTC", in->utc_error_ns / 1e6);
+	else
+		fprintf(f, "error from UTC unknown");
+	fprintf(f, "; cross-CPU check %s", verdict_name(in->sync_verdict));
+	if (in->sync_verdict >= 0)
+		fprintf(f, " (%u CPUs, max shift %" PRIu64 " ticks)", in->sync_ncpus,
+			in->sync_max_shift_ticks);
+	if (in->shared)
+		fprintf(f, "\nshared rec.  %s %s (writer pid %u, uid %u, generation %" PRIu64
+			   ": %.6f MHz ± %.3g ppm)",
+			in->shared == 1 ? "adopted" : "written", in->shared_path, in->shared_writer_pid,
+			in->shared_writer_uid, in->shared_generation, in->shared_hz / 1e6, in->shared_ppm);
+	else if (in->version_minor >= 1)
+		fprintf(f, "\nshared rec.  none");
+	fprintf(f, "\nrecording    %s mode, %u blocks of %u bytes per thread%s%s\n",
+		in->mode == NC_TRACE_OVERWRITE ? "overwrite" : "drop", in->blocks, in->block_bytes,
+		(in->flags & NC_TRACE_CPUTIME) ? ", thread CPU time per event" : "",
+		(in->flags & NC_TRACE_GSEQ) ? ", global sequence number per event" : "");
+	if (in->events) {
+		secs(a, sizeof(a), span);
+		iso(b, sizeof(b), in->first_unix_ns);
+		iso(c, sizeof(c), in->last_unix_ns);
+		fprintf(f, "time span    %s s: %s .. %s\n", a, b, c);
+	} else {
+		fprintf(f, "time span    (no events)\n");
+	}
+	fprintf(f, "events       %" PRIu64 " in %u threads, %" PRIu64 " blocks; dropped %" PRIu64
+		   " (ring full) + %" PRIu64 " (signal handler nesting) + %" PRIu64
+		   " (after thread end), overwritten %" PRIu64 "\n",
+		in->events, in->threads, in->blocks_read, l->dropped, l->nested, l->late,
+		l->overwritten);
+	fprintf(f, "sequence     %" PRIu64 " gaps, %" PRIu64 " events missing\n", in->gaps, in->missing);
+	fprintf(f, "stamps       %" PRIu64 " sync records, %" PRIu64 " used as anchors (%" PRIu64
+		   " rejected), widest ±%.0f ns; anchors' rate %+.3f ppm from the stated one\n"
+		   "             largest compact delta %" PRIu64 " ticks (%.4f%% of 2^32); %" PRIu64
+		   " events stamped below their predecessor\n",
+		in->syncs, in->anchors, in->anchors_rejected, in->max_anchor_halfwidth_ns,
+		in->anchor_rate_ppm, in->max_delta_ticks,
+		(double)in->max_delta_ticks / 4294967296.0 * 100, in->backwards);
+	stats_text_threads(f, r, in->threads);
+}
+
+void nc_trace_print_stats(FILE *f, const struct nc_trace_reader *r, const char *name, int json)
+{
+	struct nc_trace_info in;
+	nc_trace_read_info(r, &in);
+	int64_t span = (int64_t)((uint64_t)in.last_mono_ns - (uint64_t)in.first_mono_ns);
+	struct losses l = losses_of(r, in.threads);
+	if (json)
+		stats_json(f, r, name, &in, &l, span);
+	else
+		stats_text(f, r, name, &in, &l, span);
 }
 
 /* ---- help ---- */

@@ -445,102 +445,135 @@ static int bad(const char *cmd, const char *what, const char *arg)
 	return 2;
 }
 
-static int cmd_demo(int argc, char **argv)
-{
-	const char *path = NULL;
-	long threads = 2, items = 20000, bb = 65536, nb = 16;
+struct demo_opts {
+	const char *path;
+	long threads, items;
 	struct nc_trace_config c;
-	nc_trace_default_config(&c);
+};
+
+/* The command line: -1 to go on, else the exit status (help, bad usage) */
+static int demo_options(int argc, char **argv, struct demo_opts *o)
+{
+	long bb = 65536, nb = 16;
 	char why[160];
+	o->path = NULL;
+	o->threads = 2;
+	o->items = 20000;
+	nc_trace_default_config(&o->c);
 	for (int i = 3; i < argc; i++) {
-		const char *o = argv[i];
-		if (is_help(o))
+		const char *a = argv[i];
+		if (is_help(a))
 			return help(help_demo);
-		long *target = !strcmp(o, "--threads")       ? &threads
-			       : !strcmp(o, "--items")       ? &items
-			       : !strcmp(o, "--block-bytes") ? &bb
-			       : !strcmp(o, "--blocks")      ? &nb
+		long *target = !strcmp(a, "--threads")       ? &o->threads
+			       : !strcmp(a, "--items")       ? &o->items
+			       : !strcmp(a, "--block-bytes") ? &bb
+			       : !strcmp(a, "--blocks")      ? &nb
 							     : NULL;
 		if (target) {
-			long lo = target == &threads ? 1 : target == &items ? 1 : target == &bb ? 512 : 2;
-			long hi = target == &threads ? 64 : target == &items ? 100000000 : target == &bb ? 16777216 : 65536;
-			if (i + 1 >= argc || nc_arg_long(o, argv[++i], lo, hi, target, why, sizeof(why))) {
+			long lo = target == &o->threads ? 1 : target == &o->items ? 1 : target == &bb ? 512 : 2;
+			long hi = target == &o->threads ? 64
+				  : target == &o->items ? 100000000
+				  : target == &bb       ? 16777216
+							: 65536;
+			if (i + 1 >= argc || nc_arg_long(a, argv[++i], lo, hi, target, why, sizeof(why))) {
 				fprintf(stderr, "nanoclock trace demo: %s\n",
 					i < argc ? why : "option needs a value");
 				return 2;
 			}
-		} else if (!strcmp(o, "--overwrite")) {
-			c.mode = NC_TRACE_OVERWRITE;
-		} else if (!strcmp(o, "--cputime")) {
-			c.flags |= NC_TRACE_CPUTIME;
-		} else if (!strcmp(o, "--gseq")) {
-			c.flags |= NC_TRACE_GSEQ;
-		} else if (!strcmp(o, "--sync-check")) {
-			c.flags |= NC_TRACE_SYNC_CHECK;
-		} else if (o[0] != '-' && !path) {
-			path = o;
+		} else if (!strcmp(a, "--overwrite")) {
+			o->c.mode = NC_TRACE_OVERWRITE;
+		} else if (!strcmp(a, "--cputime")) {
+			o->c.flags |= NC_TRACE_CPUTIME;
+		} else if (!strcmp(a, "--gseq")) {
+			o->c.flags |= NC_TRACE_GSEQ;
+		} else if (!strcmp(a, "--sync-check")) {
+			o->c.flags |= NC_TRACE_SYNC_CHECK;
+		} else if (a[0] != '-' && !o->path) {
+			o->path = a;
 		} else {
-			return bad("demo", path && o[0] != '-' ? "one FILE only, not also" : "unknown option", o);
+			return bad("demo", o->path && a[0] != '-' ? "one FILE only, not also" : "unknown option",
+				   a);
 		}
 	}
-	if (!path)
+	if (!o->path)
 		return bad("demo", "a FILE to write is needed", NULL);
 	if (bb & (bb - 1)) {
 		fprintf(stderr, "nanoclock trace demo: --block-bytes: %ld is not a power of two\n", bb);
 		return 2;
 	}
-	c.block_bytes = (unsigned)bb;
-	c.blocks = (unsigned)nb;
-	c.max_threads = (unsigned)(2 * threads);
-	struct demo d;
-	memset(&d, 0, sizeof(d));
-	pthread_mutex_init(&d.mu, NULL);
-	pthread_cond_init(&d.not_empty, NULL);
-	pthread_cond_init(&d.not_full, NULL);
-	d.items = items;
-	d.producers_left = (int)threads;
-	int rc = nc_trace_open(&d.t, path, &c);
-	if (rc) {
-		int e = errno;
-		if (rc == NC_ESYS) /* the flush thread (clone denied, no memory for a stack) */
-			fprintf(stderr, "nanoclock trace demo: %s: the trace's flush thread could not "
-				"start: %s\n", path, strerror(e));
-		else
-			fprintf(stderr, "nanoclock trace demo: %s: %s\n", path,
-				rc != NC_TRACE_EIO ? nc_trace_strerror(rc)
-				: e == ENXIO	   ? "a FIFO with no reader"
-				: e == ELOOP	   ? "a symbolic link (not followed)"
-				: e == EEXIST	   ? "something is there that is not an earlier trace of this "
-						     "user's (left alone)"
-				: e == EISDIR	   ? "a directory"
-						   : strerror(e));
-		return 1;
-	}
-	nc_trace_name(d.t, ID_PRODUCE, "produce");
-	nc_trace_name(d.t, ID_CONSUME, "consume");
-	nc_trace_name(d.t, ID_DEPTH, "queue depth");
+	o->c.block_bytes = (unsigned)bb;
+	o->c.blocks = (unsigned)nb;
+	o->c.max_threads = (unsigned)(2 * o->threads);
+	return -1;
+}
+
+/* nc_trace_open's refusal, e its errno, as one line */
+static void demo_open_failed(const char *path, int rc, int e)
+{
+	if (rc == NC_ESYS) /* the flush thread (clone denied, no memory for a stack) */
+		fprintf(stderr, "nanoclock trace demo: %s: the trace's flush thread could not "
+			"start: %s\n", path, strerror(e));
+	else
+		fprintf(stderr, "nanoclock trace demo: %s: %s\n", path,
+			rc != NC_TRACE_EIO ? nc_trace_strerror(rc)
+			: e == ENXIO	   ? "a FIFO with no reader"
+			: e == ELOOP	   ? "a symbolic link (not followed)"
+			: e == EEXIST	   ? "something is there that is not an earlier trace of this "
+					     "user's (left alone)"
+			: e == EISDIR	   ? "a directory"
+					   : strerror(e));
+}
+
+/* The producers and consumers, started and joined */
+static void demo_run(struct demo *d, long threads)
+{
 	pthread_t th[128];
 	int started = 0;
-	uint64_t t0 = nc_now_ns();
 	for (long i = 0; i < 2 * threads; i++) {
-		int e = pthread_create(&th[started], NULL, i % 2 ? consumer : producer, &d);
+		int e = pthread_create(&th[started], NULL, i % 2 ? consumer : producer, d);
 		if (e != 0) {
 			/* one line, and every thread started so far stops: a missing
 			 * consumer would leave producers waiting for ever */
 			fprintf(stderr, "nanoclock trace demo: cannot start thread %ld of %ld: %s\n", i + 1,
 				2 * threads, strerror(e));
-			pthread_mutex_lock(&d.mu);
-			d.abort = 1;
-			pthread_cond_broadcast(&d.not_empty);
-			pthread_cond_broadcast(&d.not_full);
-			pthread_mutex_unlock(&d.mu);
-			d.err = 2;
+			pthread_mutex_lock(&d->mu);
+			d->abort = 1;
+			pthread_cond_broadcast(&d->not_empty);
+			pthread_cond_broadcast(&d->not_full);
+			pthread_mutex_unlock(&d->mu);
+			d->err = 2;
 			break;
 		}
 		started++;
 	}
 	for (int i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
+}
+
+static int cmd_demo(int argc, char **argv)
+{
+	struct demo_opts o;
+	int rc = demo_options(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	const char *path = o.path;
+	struct demo d;
+	memset(&d, 0, sizeof(d));
+	pthread_mutex_init(&d.mu, NULL);
+	pthread_cond_init(&d.not_empty, NULL);
+	pthread_cond_init(&d.not_full, NULL);
+	d.items = o.items;
+	d.producers_left = (int)o.threads;
+	rc = nc_trace_open(&d.t, path, &o.c);
+	if (rc) {
+		demo_open_failed(path, rc, errno);
+		return 1;
+	}
+	nc_trace_name(d.t, ID_PRODUCE, "produce");
+	nc_trace_name(d.t, ID_CONSUME, "consume");
+	nc_trace_name(d.t, ID_DEPTH, "queue depth");
+	uint64_t t0 = nc_now_ns();
+	demo_run(&d, o.threads);
 	uint64_t t1 = nc_now_ns();
 	rc = nc_trace_close(d.t);
 	if (rc) {
@@ -556,7 +589,7 @@ static int cmd_demo(int argc, char **argv)
 	       "       nanoclock trace export --format perfetto -o trace.pftrace %s   "
 	       "(https://ui.perfetto.dev)\n"
 	       "       nanoclock trace export --format ctf -o trace-ctf %s   (babeltrace2 trace-ctf)\n",
-	       path, threads, threads, items, (double)(t1 - t0) / 1e6, path, path, path);
+	       path, o.threads, o.threads, o.items, (double)(t1 - t0) / 1e6, path, path, path);
 	if (stdout_failed())
 		return 1;
 	return d.err ? 1 : 0;

@@ -475,9 +475,10 @@ static int demo_options(int argc, char **argv, struct demo_opts *o)
 				  : target == &o->items ? 100000000
 				  : target == &bb       ? 16777216
 							: 65536;
+			if (i + 1 >= argc)
+				snprintf(why, sizeof(why), "%s needs a value", a);
 			if (i + 1 >= argc || nc_arg_long(a, argv[++i], lo, hi, target, why, sizeof(why))) {
-				fprintf(stderr, "nanoclock trace demo: %s\n",
-					i < argc ? why : "option needs a value");
+				fprintf(stderr, "nanoclock trace demo: %s\n", why);
 				return 2;
 			}
 		} else if (!strcmp(a, "--overwrite")) {

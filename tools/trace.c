@@ -651,33 +651,33 @@ static int export_is_ours(const unsigned char *head, size_t n)
 	       nc_export_perfetto_is_ours(head, n);
 }
 
-static int cmd_export(int argc, char **argv)
+struct export_opts {
+	int fmt;
+	const char *out;
+	const char **files; /* argc of them at most */
+	unsigned n;
+};
+
+/* The command line: -1 to go on, else the exit status (help, bad usage) */
+static int export_options(int argc, char **argv, struct export_opts *o)
 {
-	int fmt = FMT_NONE;
-	const char *out = NULL;
-	const char **files = calloc((size_t)argc, sizeof(*files));
-	unsigned n = 0;
-	if (!files)
-		return 1;
 	int rc = 0;
 	for (int i = 3; i < argc && !rc; i++) {
-		if (is_help(argv[i])) {
-			free(files);
+		if (is_help(argv[i]))
 			return help(help_export);
-		}
 		if (!strcmp(argv[i], "--format") && i + 1 < argc) {
 			const char *v = argv[++i];
-			fmt = !strcmp(v, "csv")	       ? FMT_CSV
-			      : !strcmp(v, "chrome")   ? FMT_CHROME
-			      : !strcmp(v, "perfetto") ? FMT_PERFETTO
-			      : !strcmp(v, "ctf")      ? FMT_CTF
-						       : -1;
-			if (fmt < 0)
+			o->fmt = !strcmp(v, "csv")	  ? FMT_CSV
+				 : !strcmp(v, "chrome")   ? FMT_CHROME
+				 : !strcmp(v, "perfetto") ? FMT_PERFETTO
+				 : !strcmp(v, "ctf")	  ? FMT_CTF
+							  : -1;
+			if (o->fmt < 0)
 				rc = bad("export", "--format: not ctf, perfetto, chrome or csv:", v);
 		} else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-			out = argv[++i];
+			o->out = argv[++i];
 		} else if (argv[i][0] != '-') {
-			files[n++] = argv[i];
+			o->files[o->n++] = argv[i];
 		} else {
 			rc = bad("export",
 				 !strcmp(argv[i], "--format") || !strcmp(argv[i], "-o") ? "a value is needed after"
@@ -685,74 +685,91 @@ static int cmd_export(int argc, char **argv)
 				 argv[i]);
 		}
 	}
-	if (!rc && (fmt == FMT_NONE || n == 0))
-		rc = bad("export", fmt == FMT_NONE ? "--format ctf, perfetto, chrome or csv is needed"
-						   : "a FILE to read is needed",
+	if (!rc && (o->fmt == FMT_NONE || o->n == 0))
+		rc = bad("export", o->fmt == FMT_NONE ? "--format ctf, perfetto, chrome or csv is needed"
+						      : "a FILE to read is needed",
 			 NULL);
-	if (!rc && n > 256) /* the concurrency marks number the machines in a byte */
+	if (!rc && o->n > 256) /* the concurrency marks number the machines in a byte */
 		rc = bad("export", "at most 256 traces at once", NULL);
-	if (!rc && fmt == FMT_CTF && !out)
+	if (!rc && o->fmt == FMT_CTF && !o->out)
 		rc = bad("export", "--format ctf writes a directory: -o DIR is needed", NULL);
-	if (!rc && fmt == FMT_PERFETTO && (!out || !strcmp(out, "-") || !strcmp(out, "/dev/stdout")) &&
-	    isatty(STDOUT_FILENO))
+	if (!rc && o->fmt == FMT_PERFETTO &&
+	    (!o->out || !strcmp(o->out, "-") || !strcmp(o->out, "/dev/stdout")) && isatty(STDOUT_FILENO))
 		rc = bad("export", "--format perfetto is binary: -o FILE, or a pipe, is needed", NULL);
-	if (rc) {
-		free(files);
+	return rc ? rc : -1;
+}
+
+/* The traces open in r[], written out: 0 or 1 (said on stderr) */
+static int export_write(const struct export_opts *eo, struct nc_trace_reader **r)
+{
+	int fmt = eo->fmt;
+	const char *out = eo->out;
+	struct nc_out o;
+	char why[512];
+	/* any earlier export of this tool's may be replaced, whatever its
+	 * format: nothing else */
+	int e = fmt == FMT_CTF ? nc_out_dir_open(&o, out, why, sizeof(why))
+			       : nc_out_open(&o, out, export_is_ours, why, sizeof(why));
+	if (e) {
+		fprintf(stderr, "nanoclock trace export: %s\n", why);
+		return 1;
+	}
+	int rc = 0;
+	struct nc_export x;
+	e = nc_export_begin(&x, r, eo->files, eo->n, isatty(STDERR_FILENO));
+	why[0] = 0;
+	if (!e) {
+		e = fmt == FMT_CSV	  ? nc_export_csv(o.f, &x)
+		    : fmt == FMT_CHROME	  ? nc_export_chrome(o.f, &x)
+		    : fmt == FMT_PERFETTO ? nc_export_perfetto(o.f, &x)
+					  : nc_export_ctf(o.dirfd, &x, why, sizeof(why));
+		int me = nc_export_end(&x);
+		if (!e)
+			e = me;
+	}
+	if (e) {
+		/* the output named: a CTF file's write error says only its own
+		 * name (stream_0_0: No space left on device) */
+		fprintf(stderr, "nanoclock trace export: %s%s%s%s\n", fmt == FMT_CTF ? out : "",
+			fmt == FMT_CTF ? ": " : "", why[0] ? why : nc_trace_strerror(e),
+			fmt != FMT_CTF ? "" : o.have_old ? "; the earlier export there is left as it was"
+							 : "; nothing was put there");
+		rc = 1;
+	}
+	if (nc_out_close(&o, !rc, why, sizeof(why)) != 0) {
+		fprintf(stderr, "nanoclock trace export: %s\n", why);
+		rc = 1;
+	}
+	return rc;
+}
+
+static int cmd_export(int argc, char **argv)
+{
+	struct export_opts eo = {FMT_NONE, NULL, calloc((size_t)argc, sizeof(*eo.files)), 0};
+	if (!eo.files)
+		return 1;
+	int rc = export_options(argc, argv, &eo);
+	if (rc >= 0) {
+		free(eo.files);
 		return rc;
 	}
+	unsigned n = eo.n;
 	struct nc_trace_reader **r = calloc(n, sizeof(*r));
 	int cut = 0;
 	rc = r ? 0 : 1;
 	for (unsigned i = 0; i < n && !rc; i++) {
-		int st = open_trace(files[i], &r[i]);
+		int st = open_trace(eo.files[i], &r[i]);
 		if (st == EXIT_CUT_SHORT)
 			cut = 1;
 		else
 			rc = st;
 	}
-	struct nc_out o;
-	char why[512];
-	if (!rc) {
-		/* any earlier export of this tool's may be replaced, whatever its
-		 * format: nothing else */
-		int e = fmt == FMT_CTF ? nc_out_dir_open(&o, out, why, sizeof(why))
-				       : nc_out_open(&o, out, export_is_ours, why, sizeof(why));
-		if (e) {
-			fprintf(stderr, "nanoclock trace export: %s\n", why);
-			rc = 1;
-		}
-	}
-	if (!rc) {
-		struct nc_export x;
-		int e = nc_export_begin(&x, r, files, n, isatty(STDERR_FILENO));
-		why[0] = 0;
-		if (!e) {
-			e = fmt == FMT_CSV	  ? nc_export_csv(o.f, &x)
-			    : fmt == FMT_CHROME	  ? nc_export_chrome(o.f, &x)
-			    : fmt == FMT_PERFETTO ? nc_export_perfetto(o.f, &x)
-						  : nc_export_ctf(o.dirfd, &x, why, sizeof(why));
-			int me = nc_export_end(&x);
-			if (!e)
-				e = me;
-		}
-		if (e) {
-			/* the output named: a CTF file's write error says only its own
-			 * name (stream_0_0: No space left on device) */
-			fprintf(stderr, "nanoclock trace export: %s%s%s%s\n", fmt == FMT_CTF ? out : "",
-				fmt == FMT_CTF ? ": " : "", why[0] ? why : nc_trace_strerror(e),
-				fmt != FMT_CTF ? "" : o.have_old ? "; the earlier export there is left as it was"
-								 : "; nothing was put there");
-			rc = 1;
-		}
-		if (nc_out_close(&o, !rc, why, sizeof(why)) != 0) {
-			fprintf(stderr, "nanoclock trace export: %s\n", why);
-			rc = 1;
-		}
-	}
+	if (!rc)
+		rc = export_write(&eo, r);
 	for (unsigned i = 0; r && i < n; i++)
 		nc_trace_read_close(r[i]);
 	free(r);
-	free(files);
+	free(eo.files);
 	return rc ? rc : cut ? EXIT_CUT_SHORT : 0;
 }
 

@@ -361,7 +361,9 @@ static const char *verdict(struct ratio q, double limit, int strict)
  * to mean much */
 #define NOISY_PCT 10.0
 
-static void print_costs(const struct nc_costs *c)
+/* Each call's best cost, its spread over rounds and its ratios to the
+ * baselines */
+static void print_cost_table(const struct nc_costs *c)
 {
 	char h1[32], h2[32];
 	snprintf(h1, sizeof(h1), "x %s", c->raw_name ? c->raw_name : "raw");
@@ -413,6 +415,12 @@ static void print_costs(const struct nc_costs *c)
 	       "! above %.0f%%)\n",
 	       c->rounds, NOISY_PCT);
 
+}
+
+/* The targets' ratios, each over the rounds, the floor any converting read
+ * pays, and whether the machine was too noisy to say */
+static void print_cost_targets(const struct nc_costs *c)
+{
 	printf("\ntargets — each ratio is the median of the %d rounds' own ratios, [range]%s:\n",
 	       c->rounds, c->rounds >= 5 ? " without the lowest and highest round" : "");
 	struct {
@@ -1022,7 +1030,8 @@ static int bench_default(int quick)
 	nc_measure_costs(&c, quick ? 200000 : 2000000, quick ? 7 : 9);
 	printf("nanoclock bench — counter %s, %.6f MHz (%s)\n\n", nc_counter_name(), hz0 / 1e6,
 	       nc_ticks_per_second_source());
-	print_costs(&c);
+	print_cost_table(&c);
+	print_cost_targets(&c);
 
 	int runs = quick ? 5 : 21;
 	double v[21];

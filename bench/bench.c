@@ -643,6 +643,32 @@ static void summary(const char *what, struct cold *c, int k, double ref, double 
  * time: one with sharing off (it calibrates), one that finds a shared
  * record — this process keeps it fresh in a temporary directory, as
  * `nanoclock daemon` would, rewriting it before each start. */
+/* A line a run: each cold process's init time and rate against the
+ * reference, unshared and shared */
+static void print_init_runs(const struct cold *c, int k, const struct cold *sh, int ks, int runs,
+			    double ref, double ref_ppm)
+{
+	printf("%4s | %10s %12s %10s %6s | %10s %12s %10s %6s %s\n", "run", "unshared", "error ppm",
+	       "stated", "within", "shared", "error ppm", "stated", "within", "source");
+	for (int i = 0; i < runs; i++) {
+		printf("%4d |", i + 1);
+		if (i < k) {
+			double e = (c[i].hz / ref - 1) * 1e6;
+			printf(" %8.3fms %+12.4f %10.4f %6s |", c[i].init_ms, e, c[i].ppm,
+			       fabs(e) <= c[i].ppm + ref_ppm ? "yes" : "NO");
+		} else {
+			printf(" %10s %12s %10s %6s |", "-", "-", "-", "-");
+		}
+		if (i < ks) {
+			double e = (sh[i].hz / ref - 1) * 1e6;
+			printf(" %8.3fms %+12.4f %10.2g %6s %s\n", sh[i].init_ms, e, sh[i].ppm,
+			       fabs(e) <= sh[i].ppm + ref_ppm ? "yes" : "NO", sh[i].source);
+		} else {
+			printf(" %10s\n", "-");
+		}
+	}
+}
+
 static int bench_init(int runs, double idle_s)
 {
 	struct cold *c = calloc((size_t)runs, sizeof(*c)), *sh = calloc((size_t)runs, sizeof(*sh));
@@ -700,25 +726,7 @@ static int bench_init(int runs, double idle_s)
 	if (k < runs || ks < runs)
 		printf("%d of %d cold processes gave no result: %s\n\n", 2 * runs - k - ks, 2 * runs,
 		       cold_why);
-	printf("%4s | %10s %12s %10s %6s | %10s %12s %10s %6s %s\n", "run", "unshared", "error ppm",
-	       "stated", "within", "shared", "error ppm", "stated", "within", "source");
-	for (int i = 0; i < runs; i++) {
-		printf("%4d |", i + 1);
-		if (i < k) {
-			double e = (c[i].hz / ref - 1) * 1e6;
-			printf(" %8.3fms %+12.4f %10.4f %6s |", c[i].init_ms, e, c[i].ppm,
-			       fabs(e) <= c[i].ppm + ref_ppm ? "yes" : "NO");
-		} else {
-			printf(" %10s %12s %10s %6s |", "-", "-", "-", "-");
-		}
-		if (i < ks) {
-			double e = (sh[i].hz / ref - 1) * 1e6;
-			printf(" %8.3fms %+12.4f %10.2g %6s %s\n", sh[i].init_ms, e, sh[i].ppm,
-			       fabs(e) <= sh[i].ppm + ref_ppm ? "yes" : "NO", sh[i].source);
-		} else {
-			printf(" %10s\n", "-");
-		}
-	}
+	print_init_runs(c, k, sh, ks, runs, ref, ref_ppm);
 	printf("\n");
 	summary("unshared:", c, k, ref, ref_ppm, ms, 0.5);
 	summary("shared:", sh, ks, ref, ref_ppm, ms, 0.1);

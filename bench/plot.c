@@ -13,7 +13,7 @@
  *               sample the narrowest of 5 brackets of kernel reads, with
  *               the bracket's half-width and, for Unix time, the bound the
  *               library states (nc_get_unix_status: tie_error_ns)
- *   calib.png   the calibration (the library's own, src/calibrate.c, on the
+ *   calib.png   the calibration (the library's own, src/rate/calibrate.c, on the
  *               selected counter against CLOCK_MONOTONIC_RAW) for windows
  *               of 0.125 .. 32 ms: its stated uncertainty and its true
  *               error against a rate this process measures over the whole
@@ -27,7 +27,8 @@
  * an earlier plot's (below: the plot's directory and its files).
  */
 #include "bench.h"
-#include "nanoclock_info.h"
+
+#include <nanoclock_info.h>
 
 #include <dirent.h>
 #include <errno.h>

@@ -13,9 +13,10 @@
  * are blocked and taken with sigtimedwait: no handler, nothing
  * interrupted. */
 #include "opts.h"
-#include "nanoclock.h"
-#include "nanoclock_shared.h"
-#include "nanoclock_sync.h"
+
+#include <nanoclock.h>
+#include <nanoclock_shared.h>
+#include <nanoclock_sync.h>
 
 #include <errno.h>
 #include <math.h>

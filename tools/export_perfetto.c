@@ -6,7 +6,7 @@
  * (protos/perfetto/trace/: trace_packet.proto, clock_snapshot.proto,
  * track_event/track_event.proto, track_descriptor.proto, process_ and
  * thread_descriptor.proto, debug_annotation.proto, interned_data/); the tests
- * decode the output with protoc against tests/perfetto/nanoclock.proto.
+ * decode the output with protoc against tests/perfetto/nanoclock_perfetto.proto.
  *
  * One packet sequence per file (trusted_packet_sequence_id = file + 1):
  *   - a first packet clears incremental state, interns the argument names

@@ -68,7 +68,11 @@ static int64_t raw_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* ---- baselines: the counter instruction by hand ---- */
+/* ---- baselines: the counter instruction by hand ----
+ * Not nanoclock_impl.h's reads: a baseline must not move when the
+ * library's instructions change, and the ordered one (a fence, then the
+ * read) is there only behind nc_impl_after's test of the counter's kind,
+ * which gcc keeps in the loop. */
 #if defined(__x86_64__) || defined(__i386__)
 #define HAVE_BASELINE 1
 #define RAW_NAME "rdtsc"
@@ -357,7 +361,9 @@ static const char *verdict(struct ratio q, double limit, int strict)
  * to mean much */
 #define NOISY_PCT 10.0
 
-static void print_costs(const struct nc_costs *c)
+/* Each call's best cost, its spread over rounds and its ratios to the
+ * baselines */
+static void print_cost_table(const struct nc_costs *c)
 {
 	char h1[32], h2[32];
 	snprintf(h1, sizeof(h1), "x %s", c->raw_name ? c->raw_name : "raw");
@@ -409,6 +415,12 @@ static void print_costs(const struct nc_costs *c)
 	       "! above %.0f%%)\n",
 	       c->rounds, NOISY_PCT);
 
+}
+
+/* The targets' ratios, each over the rounds, the floor any converting read
+ * pays, and whether the machine was too noisy to say */
+static void print_cost_targets(const struct nc_costs *c)
+{
 	printf("\ntargets — each ratio is the median of the %d rounds' own ratios, [range]%s:\n",
 	       c->rounds, c->rounds >= 5 ? " without the lowest and highest round" : "");
 	struct {
@@ -631,6 +643,32 @@ static void summary(const char *what, struct cold *c, int k, double ref, double 
  * time: one with sharing off (it calibrates), one that finds a shared
  * record — this process keeps it fresh in a temporary directory, as
  * `nanoclock daemon` would, rewriting it before each start. */
+/* A line a run: each cold process's init time and rate against the
+ * reference, unshared and shared */
+static void print_init_runs(const struct cold *c, int k, const struct cold *sh, int ks, int runs,
+			    double ref, double ref_ppm)
+{
+	printf("%4s | %10s %12s %10s %6s | %10s %12s %10s %6s %s\n", "run", "unshared", "error ppm",
+	       "stated", "within", "shared", "error ppm", "stated", "within", "source");
+	for (int i = 0; i < runs; i++) {
+		printf("%4d |", i + 1);
+		if (i < k) {
+			double e = (c[i].hz / ref - 1) * 1e6;
+			printf(" %8.3fms %+12.4f %10.4f %6s |", c[i].init_ms, e, c[i].ppm,
+			       fabs(e) <= c[i].ppm + ref_ppm ? "yes" : "NO");
+		} else {
+			printf(" %10s %12s %10s %6s |", "-", "-", "-", "-");
+		}
+		if (i < ks) {
+			double e = (sh[i].hz / ref - 1) * 1e6;
+			printf(" %8.3fms %+12.4f %10.2g %6s %s\n", sh[i].init_ms, e, sh[i].ppm,
+			       fabs(e) <= sh[i].ppm + ref_ppm ? "yes" : "NO", sh[i].source);
+		} else {
+			printf(" %10s\n", "-");
+		}
+	}
+}
+
 static int bench_init(int runs, double idle_s)
 {
 	struct cold *c = calloc((size_t)runs, sizeof(*c)), *sh = calloc((size_t)runs, sizeof(*sh));
@@ -688,25 +726,7 @@ static int bench_init(int runs, double idle_s)
 	if (k < runs || ks < runs)
 		printf("%d of %d cold processes gave no result: %s\n\n", 2 * runs - k - ks, 2 * runs,
 		       cold_why);
-	printf("%4s | %10s %12s %10s %6s | %10s %12s %10s %6s %s\n", "run", "unshared", "error ppm",
-	       "stated", "within", "shared", "error ppm", "stated", "within", "source");
-	for (int i = 0; i < runs; i++) {
-		printf("%4d |", i + 1);
-		if (i < k) {
-			double e = (c[i].hz / ref - 1) * 1e6;
-			printf(" %8.3fms %+12.4f %10.4f %6s |", c[i].init_ms, e, c[i].ppm,
-			       fabs(e) <= c[i].ppm + ref_ppm ? "yes" : "NO");
-		} else {
-			printf(" %10s %12s %10s %6s |", "-", "-", "-", "-");
-		}
-		if (i < ks) {
-			double e = (sh[i].hz / ref - 1) * 1e6;
-			printf(" %8.3fms %+12.4f %10.2g %6s %s\n", sh[i].init_ms, e, sh[i].ppm,
-			       fabs(e) <= sh[i].ppm + ref_ppm ? "yes" : "NO", sh[i].source);
-		} else {
-			printf(" %10s\n", "-");
-		}
-	}
+	print_init_runs(c, k, sh, ks, runs, ref, ref_ppm);
 	printf("\n");
 	summary("unshared:", c, k, ref, ref_ppm, ms, 0.5);
 	summary("shared:", sh, ks, ref, ref_ppm, ms, 0.1);
@@ -1018,7 +1038,8 @@ static int bench_default(int quick)
 	nc_measure_costs(&c, quick ? 200000 : 2000000, quick ? 7 : 9);
 	printf("nanoclock bench — counter %s, %.6f MHz (%s)\n\n", nc_counter_name(), hz0 / 1e6,
 	       nc_ticks_per_second_source());
-	print_costs(&c);
+	print_cost_table(&c);
+	print_cost_targets(&c);
 
 	int runs = quick ? 5 : 21;
 	double v[21];

@@ -35,8 +35,6 @@
 #include <sys/resource.h>
 #include <time.h>
 
-/* internal (src/wall.c), reachable because the tool links the static library */
-
 #define BATCH 10000
 #define EXACT 2048
 #define NBUCKET (EXACT + 54 * 128)

@@ -37,8 +37,6 @@
 #include <string.h>
 #include <time.h>
 
-/* internal (src/wall.c), reachable because the tool links the static library */
-
 enum { C_NOW, C_UNIX, C_BEGIN, C_END, NCLK };
 static const char *const clk_name[NCLK] = {"nc_now_ns", "nc_unix_ns", "nc_ticks_begin",
 					   "nc_ticks_end"};

@@ -182,6 +182,28 @@ static double seq_cost(int threads, int global, long n, int rounds, double *over
 	return best < 1e30 ? best : best_any;
 }
 
+/* What a sequence number costs, global or per thread, with one thread
+ * and with two at once */
+static void seq_costs(int quick)
+{
+	long sn = 100000;
+	int rounds = quick ? 30 : 200;
+	double ov, ovg, ovp;
+	double g1 = seq_cost(1, 1, sn, rounds, &ov), g2 = seq_cost(2, 1, sn, rounds, &ovg);
+	double p1 = seq_cost(1, 0, 20 * sn, rounds, &ov), p2 = seq_cost(2, 0, 20 * sn, rounds, &ovp);
+	printf("\n%-44s %10s %12s\n", "sequence numbers (ns per increment)", "1 thread",
+	       "2 threads");
+	printf("%-44s %10.2f %12.2f\n", "global: one cache line, atomic add", g1, g2);
+	printf("%-44s %10.2f %12.2f\n", "per-thread: the thread's own line", p1, p2);
+	printf("(2 threads: each thread's cost while both increment at once; they overlapped\n"
+	       " %.0f%% / %.0f%% of the time in the best round.  The global line moves between\n"
+	       " CPUs at every increment, so its cost grows with the CPUs contending;\n"
+	       " per-thread counters stay flat.)\n",
+	       ovg * 100, ovp * 100);
+	if (ovg < 0.9 || ovp < 0.9)
+		printf("(overlap below 90%%: the machine is busy and idle time is mixed in)\n");
+}
+
 int nc_bench_trace(int quick)
 {
 	nc_init();
@@ -253,21 +275,6 @@ int nc_bench_trace(int quick)
 	       "in L2;\n        %llu sync records in %llu events while measuring\n",
 	       ev / base, ev / base <= 1.5 ? "met" : "NOT met", evl2 / base,
 	       (unsigned long long)cnt.syncs, (unsigned long long)cnt.events);
-	long sn = 100000;
-	rounds = quick ? 30 : 200;
-	double ov, ovg, ovp;
-	double g1 = seq_cost(1, 1, sn, rounds, &ov), g2 = seq_cost(2, 1, sn, rounds, &ovg);
-	double p1 = seq_cost(1, 0, 20 * sn, rounds, &ov), p2 = seq_cost(2, 0, 20 * sn, rounds, &ovp);
-	printf("\n%-44s %10s %12s\n", "sequence numbers (ns per increment)", "1 thread",
-	       "2 threads");
-	printf("%-44s %10.2f %12.2f\n", "global: one cache line, atomic add", g1, g2);
-	printf("%-44s %10.2f %12.2f\n", "per-thread: the thread's own line", p1, p2);
-	printf("(2 threads: each thread's cost while both increment at once; they overlapped\n"
-	       " %.0f%% / %.0f%% of the time in the best round.  The global line moves between\n"
-	       " CPUs at every increment, so its cost grows with the CPUs contending;\n"
-	       " per-thread counters stay flat.)\n",
-	       ovg * 100, ovp * 100);
-	if (ovg < 0.9 || ovp < 0.9)
-		printf("(overlap below 90%%: the machine is busy and idle time is mixed in)\n");
+	seq_costs(quick);
 	return 0;
 }

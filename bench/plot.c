@@ -13,7 +13,7 @@
  *               sample the narrowest of 5 brackets of kernel reads, with
  *               the bracket's half-width and, for Unix time, the bound the
  *               library states (nc_get_unix_status: tie_error_ns)
- *   calib.png   the calibration (the library's own, src/calibrate.c, on the
+ *   calib.png   the calibration (the library's own, src/rate/calibrate.c, on the
  *               selected counter against CLOCK_MONOTONIC_RAW) for windows
  *               of 0.125 .. 32 ms: its stated uncertainty and its true
  *               error against a rate this process measures over the whole
@@ -27,7 +27,8 @@
  * an earlier plot's (below: the plot's directory and its files).
  */
 #include "bench.h"
-#include "nanoclock_info.h"
+
+#include <nanoclock_info.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -689,6 +690,78 @@ static int png_ok(const struct pdir *dir, const char *name)
 }
 
 /* The plot, in the directory checked and opened */
+/* title.gp: the titles and notes the plots show */
+static int write_titles(const struct pdir *dir, double seconds, const struct calib_runs *cr,
+			const struct offsets *off, double ref_ppm)
+{
+	FILE *t = open_in(dir, "title.gp");
+	if (!t)
+		return 1;
+	char host[64] = "?";
+	gethostname(host, sizeof(host) - 1);
+	host[sizeof(host) - 1] = 0;
+	for (char *p = host; *p; p++)
+		if (*p == '\'' || *p == '"' || *p == '\\')
+			*p = '_';
+	char raw_head[256], head[512], names[512] = "", name[64];
+	snprintf(raw_head, sizeof(raw_head), "nanoclock %s, counter %s at %.3f MHz, host %s",
+		 nc_version(), nc_counter_name(), nc_ticks_per_second() / 1e6, host);
+	gp_text(raw_head, head, sizeof(head));
+	for (int c = 0; c < NCLOCKS; c++) {
+		gp_text(clock_names[c], name, sizeof(name));
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", c ? " " : "",
+			 name);
+	}
+	fprintf(t, "names = '%s'\n", names);
+	fprintf(t, "title_cost = '%s: the cost of one call'\n", head);
+	fprintf(t, "title_offset = '%s: against the kernel clocks over %.0f s'\n", head, seconds);
+	fprintf(t, "title_calib = '%s: calibration, stated uncertainty and true error'\n", head);
+	fprintf(t, "ref_ppm = %.6g\n", ref_ppm > 1e-6 ? ref_ppm : 1e-6);
+	fprintf(t, "calib_xmax = %g\n", cr->window_ms[cr->nwin - 1] * 1.4);
+	fprintf(t, "note_now = 'offset %+.0f .. %+.0f ns in %ld samples'\n", off->now_min,
+		off->now_max, off->n);
+	fprintf(t, "note_unix = 'offset %+.0f .. %+.0f ns; stated bound up to %.0f ns, exceeded in %ld "
+		   "of %ld samples'\n",
+		off->unix_min, off->unix_max, off->stated_max, off->outside, off->n);
+	return close_in(dir, "title.gp", t) != 0;
+}
+
+/* gnuplot run over the data, the earlier PNGs replaced: 0, or 1 (said) */
+static int draw(const struct pdir *dir)
+{
+	/* the earlier PNGs (checked again) go before gnuplot writes new ones */
+	static const char *const pngs[] = {"cost.png", "offset.png", "calib.png"};
+	for (size_t i = 0; i < sizeof(pngs) / sizeof(pngs[0]); i++) {
+		if (file_ok(dir, pngs[i]) != 0)
+			return 1;
+		if (unlinkat(dir->fd, pngs[i], 0) != 0 && errno != ENOENT) {
+			plot_fail("cannot replace %s/%s: %s", dir->name, pngs[i], strerror(errno));
+			return 1;
+		}
+	}
+	int gp = run_gnuplot(dir);
+	if (gp == 127) {
+		fprintf(stderr, "nanoclock bench --plot: gnuplot not found (Debian: apt-get install "
+				"gnuplot-nox); the data and plot.gp are in %s\n",
+			dir->name);
+		return 1;
+	}
+	if (gp != 0) {
+		fprintf(stderr, "nanoclock bench --plot: gnuplot failed (status %d); the data and "
+				"plot.gp are in %s\n",
+			gp, dir->name);
+		return 1;
+	}
+	int bad = 0;
+	printf("\n");
+	for (size_t i = 0; i < sizeof(pngs) / sizeof(pngs[0]); i++) {
+		int ok = png_ok(dir, pngs[i]);
+		printf("%s %s/%s\n", ok ? "wrote" : "MISSING or not a PNG:", dir->name, pngs[i]);
+		bad += !ok;
+	}
+	return bad ? 1 : 0;
+}
+
 static int plot_in(const struct pdir *dir, double seconds, int quick)
 {
 	/* plot.gp first: an interrupted run leaves a directory recognised as
@@ -734,69 +807,9 @@ static int plot_in(const struct pdir *dir, double seconds, int quick)
 	if (write_calibrations(dir, &cr, ref_hz, ref_ppm) != 0)
 		return 1;
 
-	FILE *t = open_in(dir, "title.gp");
-	if (!t)
+	if (write_titles(dir, seconds, &cr, &off, ref_ppm) != 0)
 		return 1;
-	char host[64] = "?";
-	gethostname(host, sizeof(host) - 1);
-	host[sizeof(host) - 1] = 0;
-	for (char *p = host; *p; p++)
-		if (*p == '\'' || *p == '"' || *p == '\\')
-			*p = '_';
-	char raw_head[256], head[512], names[512] = "", name[64];
-	snprintf(raw_head, sizeof(raw_head), "nanoclock %s, counter %s at %.3f MHz, host %s",
-		 nc_version(), nc_counter_name(), nc_ticks_per_second() / 1e6, host);
-	gp_text(raw_head, head, sizeof(head));
-	for (int c = 0; c < NCLOCKS; c++) {
-		gp_text(clock_names[c], name, sizeof(name));
-		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", c ? " " : "",
-			 name);
-	}
-	fprintf(t, "names = '%s'\n", names);
-	fprintf(t, "title_cost = '%s: the cost of one call'\n", head);
-	fprintf(t, "title_offset = '%s: against the kernel clocks over %.0f s'\n", head, seconds);
-	fprintf(t, "title_calib = '%s: calibration, stated uncertainty and true error'\n", head);
-	fprintf(t, "ref_ppm = %.6g\n", ref_ppm > 1e-6 ? ref_ppm : 1e-6);
-	fprintf(t, "calib_xmax = %g\n", cr.window_ms[cr.nwin - 1] * 1.4);
-	fprintf(t, "note_now = 'offset %+.0f .. %+.0f ns in %ld samples'\n", off.now_min, off.now_max,
-		off.n);
-	fprintf(t, "note_unix = 'offset %+.0f .. %+.0f ns; stated bound up to %.0f ns, exceeded in %ld "
-		   "of %ld samples'\n",
-		off.unix_min, off.unix_max, off.stated_max, off.outside, off.n);
-	if (close_in(dir, "title.gp", t) != 0)
-		return 1;
-
-	/* the earlier PNGs (checked again) go before gnuplot writes new ones */
-	static const char *const pngs[] = {"cost.png", "offset.png", "calib.png"};
-	for (size_t i = 0; i < sizeof(pngs) / sizeof(pngs[0]); i++) {
-		if (file_ok(dir, pngs[i]) != 0)
-			return 1;
-		if (unlinkat(dir->fd, pngs[i], 0) != 0 && errno != ENOENT) {
-			plot_fail("cannot replace %s/%s: %s", dir->name, pngs[i], strerror(errno));
-			return 1;
-		}
-	}
-	int gp = run_gnuplot(dir);
-	if (gp == 127) {
-		fprintf(stderr, "nanoclock bench --plot: gnuplot not found (Debian: apt-get install "
-				"gnuplot-nox); the data and plot.gp are in %s\n",
-			dir->name);
-		return 1;
-	}
-	if (gp != 0) {
-		fprintf(stderr, "nanoclock bench --plot: gnuplot failed (status %d); the data and "
-				"plot.gp are in %s\n",
-			gp, dir->name);
-		return 1;
-	}
-	int bad = 0;
-	printf("\n");
-	for (size_t i = 0; i < sizeof(pngs) / sizeof(pngs[0]); i++) {
-		int ok = png_ok(dir, pngs[i]);
-		printf("%s %s/%s\n", ok ? "wrote" : "MISSING or not a PNG:", dir->name, pngs[i]);
-		bad += !ok;
-	}
-	return bad ? 1 : 0;
+	return draw(dir);
 }
 
 int nc_bench_plot(const char *dir, double seconds, int quick)

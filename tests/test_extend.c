@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Counters narrower than 64 bits (src/extend.c): the pure extension step
+/* Counters narrower than 64 bits (src/counter/extend.c): the pure extension step
  * on synthetic values, and end to end a 20-bit counter that wraps every
  * 1.05 ms, read often, not read for several periods, and read by a thread
  * preempted between the counter and the OS clock.  End-to-end cases run in

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The frequency rules (src/freq_sources.c): stated values cross-checked
+/* The frequency rules (src/rate/sources.c): stated values cross-checked
  * against the measurement, and rates the user states accepted, refused or
  * forced, with the uncertainty claimed for them. */
 #include <setjmp.h>

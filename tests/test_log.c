@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The log hook (src/log.c): by default nothing is printed; an
+/* The log hook (src/base/log.c): by default nothing is printed; an
  * application's function receives the decisions, outside the library's
  * locks (it may call back); NANOCLOCK_LOG=stderr prints them; in the debug
  * build (make MODE=debug) the internal checks report nothing on a healthy

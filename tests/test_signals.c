@@ -23,7 +23,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* The signals the trap handles (src/trap.c), plus neighbours it must not touch. */
+/* The signals the trap handles (src/counter/trap.c), plus neighbours it must not touch. */
 static const int fault_sigs[] = {SIGILL, SIGSEGV, SIGBUS, SIGFPE};
 #define NFAULT 4
 static const int watch[] = {SIGILL, SIGSEGV, SIGBUS, SIGFPE, SIGUSR1, SIGUSR2, SIGTRAP, SIGSYS};

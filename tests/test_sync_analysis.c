@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The cross-CPU check's analysis (src/sync_analysis.c) on synthetic
+/* The cross-CPU check's analysis (src/sync/analysis.c) on synthetic
  * readings, where the truth is known exactly: agreeing counters, one
  * reading out of order, a constant offset, a shift that moves, a frozen
  * counter, too little interleaving. */

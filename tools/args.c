@@ -30,30 +30,40 @@ const char *nc_arg_quote(const char *s, char *out, size_t outlen)
 	return out;
 }
 
+/* What every number must be before its digits: not empty, and a sign
+ * only where it can be meant ('+', or '-' where the range has negative
+ * values).  Where the digits start, or NULL with why[] filled. */
+static const char *digits_start(const char *opt, const char *s, int negative, char *why,
+				size_t whylen)
+{
+	if (!s || !*s) {
+		snprintf(why, whylen, "%s: empty value", opt);
+		return NULL;
+	}
+	return *s == '+' || (*s == '-' && negative) ? s + 1 : s;
+}
+
+/* A whole number: digits only (nc_arg_digits) */
 int nc_arg_ll(const char *opt, const char *s, long long lo, long long hi, long long *out,
 	      char *why, size_t whylen)
 {
 	char q[48];
-	if (!s || !*s) {
-		snprintf(why, whylen, "%s: empty value", opt);
+	const char *p = digits_start(opt, s, lo < 0, why, whylen);
+	if (!p)
 		return -1;
-	}
-	const char *p = s;
-	if (*p == '+' || (*p == '-' && lo < 0))
-		p++;
-	for (const char *c = p; *c; c++)
-		if (!isdigit((unsigned char)*c) || c - p > 18) {
-			snprintf(why, whylen, "%s: '%s' is not a whole number in %lld..%lld", opt,
-				 nc_arg_quote(s, q, sizeof(q)), lo, hi);
-			return -1;
-		}
 	if (!*p) {
 		snprintf(why, whylen, "%s: '%s' is not a whole number", opt, nc_arg_quote(s, q, sizeof(q)));
 		return -1;
 	}
-	errno = 0;
-	long long v = strtoll(s, NULL, 10);
-	if (errno == ERANGE || v < lo || v > hi) {
+	long long v = nc_arg_digits(p);
+	if (v < 0) {
+		snprintf(why, whylen, "%s: '%s' is not a whole number in %lld..%lld", opt,
+			 nc_arg_quote(s, q, sizeof(q)), lo, hi);
+		return -1;
+	}
+	if (*s == '-')
+		v = -v;
+	if (v < lo || v > hi) {
 		snprintf(why, whylen, "%s: %s is outside %lld..%lld", opt, nc_arg_quote(s, q, sizeof(q)),
 			 lo, hi);
 		return -1;
@@ -72,17 +82,14 @@ int nc_arg_long(const char *opt, const char *s, long lo, long hi, long *out, cha
 	return 0;
 }
 
+/* A decimal number strtod reads to its end, without hex, inf or nan */
 int nc_arg_double(const char *opt, const char *s, double lo, double hi, double *out, char *why,
 		  size_t whylen)
 {
 	char q[48];
-	if (!s || !*s) {
-		snprintf(why, whylen, "%s: empty value", opt);
+	const char *p = digits_start(opt, s, lo < 0, why, whylen);
+	if (!p)
 		return -1;
-	}
-	const char *p = s;
-	if (*p == '+' || (*p == '-' && lo < 0))
-		p++;
 	if (!(isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) ||
 	    (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))) {
 		snprintf(why, whylen, "%s: '%s' is not a decimal number", opt, nc_arg_quote(s, q, sizeof(q)));

@@ -4,7 +4,25 @@
 #ifndef NC_TOOL_ARGS_H
 #define NC_TOOL_ARGS_H
 
+#include <limits.h>
 #include <stddef.h>
+
+/* Digits only (no sign, space or exponent): their value, LLONG_MAX past
+ * 18 of them (beyond every range the tool takes), or -1.  The tool's one
+ * reading of a whole number: nc_arg_ll's, and the N of /dev/fd/N (inline:
+ * a test builds tools/out_file.c alone). */
+static inline long long nc_arg_digits(const char *s)
+{
+	long long v = 0;
+	if (!*s)
+		return -1;
+	for (const char *c = s; *c; c++) {
+		if (*c < '0' || *c > '9')
+			return -1;
+		v = c - s < 18 ? v * 10 + (*c - '0') : LLONG_MAX;
+	}
+	return v;
+}
 
 /* 0 and *out set, or -1 with why[] filled ("--runs: 'x' is not a whole number"). */
 int nc_arg_long(const char *opt, const char *s, long lo, long hi, long *out, char *why,

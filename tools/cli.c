@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,36 @@ static void json_str(const char *s)
 			putchar(ch);
 	}
 	putchar('"');
+}
+
+/* A JSON object a member a line, as info, now and check write them: at
+ * depth 1 (the top level) members are indented 2 spaces, 2 more a level
+ * down; jkey writes what comes before a member's value. */
+struct jobj {
+	int depth, n; /* n: members written */
+};
+static void jkey(struct jobj *o, const char *k)
+{
+	printf("%s%*s\"%s\": ", o->n++ ? ",\n" : "{\n", 2 * o->depth, "", k);
+}
+static void jend(const struct jobj *o)
+{
+	printf("%s\n%*s}", o->n ? "" : "{", 2 * (o->depth - 1), "");
+}
+static void jstr(struct jobj *o, const char *k, const char *v)
+{
+	jkey(o, k);
+	json_str(v);
+}
+static void jfmt(struct jobj *o, const char *k, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void jfmt(struct jobj *o, const char *k, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	jkey(o, k);
+	vprintf(fmt, ap);
+	va_end(ap);
 }
 
 static const char *src_status(int s)
@@ -88,28 +119,28 @@ static void utc_error_text(const struct nc_unix_status *st, char *buf, size_t le
 			 st->why, st->tie_error_ns);
 }
 
-static void unix_status_json(const struct nc_unix_status *st, const char *p)
+static void unix_status_json(const struct nc_unix_status *st, int depth)
 {
-	printf("{\n%s  \"synchronised\": %s,\n%s  \"kernel_state\": %d,\n", p,
-	       jtri(st->synchronised), p, st->kernel_state);
-	printf("%s  \"leap_pending\": %d,\n%s  \"tai_offset_s\": %d,\n", p, st->leap_pending, p,
-	       st->tai_offset_s);
-	printf("%s  \"kernel_max_error_us\": %.0f,\n%s  \"kernel_est_error_us\": %.0f,\n"
-	       "%s  \"kernel_freq_ppm\": %.4f,\n",
-	       p, st->kernel_max_error_us, p, st->kernel_est_error_us, p, st->kernel_freq_ppm);
-	printf("%s  \"tie_halfwidth_ns\": %.1f,\n%s  \"tie_age_s\": %.3f,\n"
-	       "%s  \"tie_error_ns\": %.1f,\n",
-	       p, st->tie_halfwidth_ns, p, st->tie_age_s, p, st->tie_error_ns);
+	struct jobj o = {depth, 0};
+	jfmt(&o, "synchronised", "%s", jtri(st->synchronised));
+	jfmt(&o, "kernel_state", "%d", st->kernel_state);
+	jfmt(&o, "leap_pending", "%d", st->leap_pending);
+	jfmt(&o, "tai_offset_s", "%d", st->tai_offset_s);
+	jfmt(&o, "kernel_max_error_us", "%.0f", st->kernel_max_error_us);
+	jfmt(&o, "kernel_est_error_us", "%.0f", st->kernel_est_error_us);
+	jfmt(&o, "kernel_freq_ppm", "%.4f", st->kernel_freq_ppm);
+	jfmt(&o, "tie_halfwidth_ns", "%.1f", st->tie_halfwidth_ns);
+	jfmt(&o, "tie_age_s", "%.3f", st->tie_age_s);
+	jfmt(&o, "tie_error_ns", "%.1f", st->tie_error_ns);
 	if (st->utc_error_ns >= 0)
-		printf("%s  \"utc_error_ns\": %.0f,\n", p, st->utc_error_ns);
+		jfmt(&o, "utc_error_ns", "%.0f", st->utc_error_ns);
 	else
-		printf("%s  \"utc_error_ns\": null,\n", p);
-	printf("%s  \"why\": ", p);
-	json_str(st->why);
-	printf(",\n%s  \"steps\": %u,\n%s  \"refreshes\": %u\n%s}", p, st->steps, p, st->refreshes,
-	       p);
+		jfmt(&o, "utc_error_ns", "null");
+	jstr(&o, "why", st->why);
+	jfmt(&o, "steps", "%u", st->steps);
+	jfmt(&o, "refreshes", "%u", st->refreshes);
+	jend(&o);
 }
-
 
 static const char *verdict_word(int v)
 {
@@ -119,43 +150,71 @@ static const char *verdict_word(int v)
 					   : "none";
 }
 
-/* The shared record: adopted, written, or why not. */
-static void shared_text(void)
+/* ---- the cross-CPU check, as check and info show it ---- */
+static void sync_json(const struct nc_sync_report *r, int depth)
 {
-	struct nc_shared_status st;
-	nc_get_shared_status(&st);
-	printf("shared record  %s\n", st.status[0] ? st.status : "(none looked at)");
-	if (st.adopted || st.published)
-		printf("               %s %s: written by %s %u (uid %u), generation %llu, %.1f s ago; "
-		       "%.6f MHz ± %.3g ppm over %.3f %s\n",
-		       st.adopted ? "adopted" : "written", st.path, st.writer, st.writer_pid,
-		       st.writer_uid, (unsigned long long)st.generation, st.age_s, st.hz / 1e6, st.ppm,
-		       st.baseline_s < 1 ? st.baseline_s * 1e3 : st.baseline_s,
-		       st.baseline_s < 1 ? "ms" : "s");
-	if (st.sync_verdict >= 0)
-		printf("               cross-CPU in the record: %s over %u CPUs, max shift %.1f ns, "
-		       "%.0f s ago\n",
-		       verdict_word(st.sync_verdict), st.sync_ncpus, st.sync_max_shift_ns, st.sync_age_s);
+	struct jobj o = {depth, 0};
+	jfmt(&o, "verdict", "\"%s\"", nc_sync_verdict_name(r->verdict));
+	jfmt(&o, "method", "\"%s\"", r->method == NC_SYNC_SWITCH ? "switch" : "cop");
+	jkey(&o, "cpus");
+	printf("[");
+	for (int i = 0; i < r->ncpus; i++)
+		printf("%s%d", i ? ", " : "", r->cpu[i].cpu);
+	printf("]");
+	jfmt(&o, "base_cpu", "%d", r->base_cpu);
+	if (r->bounded) {
+		jfmt(&o, "max_shift_ticks", "%llu", (unsigned long long)r->max_shift_ticks);
+		jfmt(&o, "max_shift_ns", "%.3f", r->max_shift_ns);
+	} else { /* no bound for some CPU: say so rather than print a number */
+		jfmt(&o, "max_shift_ticks", "null");
+		jfmt(&o, "max_shift_ns", "null");
+	}
+	jfmt(&o, "monotonic", "%s", r->monotonic ? "true" : "false");
+	jfmt(&o, "same_pace", "%s", r->same_pace ? "true" : "false");
+	jfmt(&o, "advancing", "%s", r->advancing ? "true" : "false");
+	jfmt(&o, "elapsed_ms", "%.3f", r->elapsed_ms);
+	jfmt(&o, "quality", "%.3f", r->quality);
+	jfmt(&o, "probes", "%llu", (unsigned long long)r->probes);
+	jfmt(&o, "decreases", "%llu", (unsigned long long)r->decreases);
+	jfmt(&o, "rounds", "%u", r->rounds_done);
+	jfmt(&o, "timed_out", "%s", r->timed_out ? "true" : "false");
+	jkey(&o, "per_cpu");
+	printf("[");
+	for (int i = 0; i < r->ncpus; i++) {
+		const struct nc_sync_cpu *c = &r->cpu[i];
+		printf("%s\n%*s{\"cpu\": %d, \"shift_lo_ticks\": %lld, \"shift_hi_ticks\": %lld, "
+		       "\"bounded\": %s, \"probes\": %llu, \"enclosed\": %llu, \"advancing\": %s}",
+		       i ? "," : "", 2 * depth + 2, "", c->cpu, (long long)c->shift_lo,
+		       (long long)c->shift_hi, c->bounded ? "true" : "false",
+		       (unsigned long long)c->probes, (unsigned long long)c->enclosed,
+		       c->advancing ? "true" : "false");
+	}
+	printf("\n%*s]", 2 * depth, "");
+	jfmt(&o, "bad_cpu", "%d", r->bad_cpu);
+	jstr(&o, "evidence", r->evidence);
+	jfmt(&o, "kernel_tsc_unstable", "%s", jtri(r->kernel_tsc_unstable));
+	jfmt(&o, "cpuid_invariant_tsc", "%s", jtri(r->cpuid_invariant_tsc));
+	jend(&o);
 }
 
-static void shared_json(void)
+/* max_shift is an upper bound: said with "<=" (and not at all when some
+ * CPU got no interval) */
+static void sync_line(const struct nc_sync_report *r)
 {
-	struct nc_shared_status st;
-	nc_get_shared_status(&st);
-	printf(",\n  \"shared\": {\"adopted\": %d, \"published\": %d, \"path\": ", st.adopted,
-	       st.published);
-	json_str(st.path);
-	printf(", \"status\": ");
-	json_str(st.status);
-	printf(", \"writer\": ");
-	json_str(st.writer);
-	printf(", \"writer_pid\": %u, \"writer_uid\": %u, \"generation\": %llu, \"age_s\": %.3f, "
-	       "\"baseline_s\": %.6f, \"hz\": %.6f, \"ppm\": %.6g, \"sync_verdict\": ",
-	       st.writer_pid, st.writer_uid, (unsigned long long)st.generation, st.age_s, st.baseline_s,
-	       st.hz, st.ppm);
-	json_str(st.sync_verdict >= 0 ? verdict_word(st.sync_verdict) : "none");
-	printf(", \"sync_max_shift_ns\": %.3f, \"sync_ncpus\": %u}", st.sync_max_shift_ns,
-	       st.sync_ncpus);
+	printf("%s over CPUs", nc_sync_verdict_name(r->verdict));
+	for (int i = 0; i < r->ncpus; i++)
+		printf("%s%d", i ? "," : " ", r->cpu[i].cpu);
+	printf(" (%s): ", r->method == NC_SYNC_SWITCH ? "switch" : "cop");
+	if (r->bounded)
+		printf("max shift <= %llu ticks (%.1f ns)", (unsigned long long)r->max_shift_ticks,
+		       r->max_shift_ns);
+	else
+		printf("max shift not bounded");
+	printf(", %smonotonic, %s pace, %.1f ms, quality %.2f", r->monotonic ? "" : "NOT ",
+	       r->same_pace ? "same" : "DIFFERENT", r->elapsed_ms, r->quality);
+	if (r->evidence[0])
+		printf(" — %s", r->evidence);
+	printf("\n");
 }
 
 /* LTTNG_UST_CLOCK_PLUGIN, where it is set: LTTng-UST falls back to its own
@@ -182,149 +241,93 @@ static const char *lttng_plugin(char *why, size_t len)
 	return p;
 }
 
-static void lttng_text(void)
-{
-	char why[160];
-	const char *p = lttng_plugin(why, sizeof(why));
-	if (p)
-		printf("lttng plugin   LTTNG_UST_CLOCK_PLUGIN=%s: %s%s\n", p, why[0] ? why : "a shared object",
-		       why[0] ? " — LTTng-UST stamps events with its own clock instead, without a word"
-			      : " (LTTng-UST loads it in each traced process)");
-}
+/* ---- nanoclock info: one table ----
+ * A row is one part of what info shows, one function: given a JSON object
+ * it writes its members there, else its text lines; so a field is added
+ * in one place.  The text runs in the rows' order; the JSON object keeps
+ * the order its readers know (json_at).  A part fetches what it shows
+ * beyond struct nc_info (the shared record, the UTC source) as it prints. */
+struct info_src {
+	const struct nc_info *in;
+	const struct nc_costs *c;
+	const char *arch;
+	const struct nc_sync_report *sync;
+	int sync_rc; /* nc_sync_check's: the check could not run */
+};
 
-static void lttng_json(void)
+static void info_head(const struct info_src *s, struct jobj *j)
 {
-	char why[160];
-	const char *p = lttng_plugin(why, sizeof(why));
-	if (!p)
+	if (j) {
+		jstr(j, "version", nc_version());
+		jstr(j, "arch", s->arch);
 		return;
-	printf(",\n  \"lttng_plugin\": {\"path\": ");
-	json_str(p);
-	printf(", \"loadable\": %s, \"why\": ", why[0] ? "false" : "true");
-	json_str(why);
-	printf("}");
+	}
+	printf("nanoclock %s on %s\n\n", nc_version(), s->arch);
 }
 
-static void info_json(const struct nc_info *in, const struct nc_costs *c, const char *arch)
+static void info_counter(const struct info_src *s, struct jobj *j)
 {
-	printf("{\n  \"version\": \"%s\",\n  \"arch\": ", nc_version());
-	json_str(arch);
-	printf(",\n  \"init_status\": %d,\n  \"counter\": ", in->init_status);
-	json_str(in->counter);
-	printf(",\n  \"hz\": %.6f,\n  \"hz_source\": ", in->hz);
-	json_str(in->hz_source);
-	printf(",\n  \"hz_uncertainty_ppm\": %.6g,\n", in->hz_uncertainty_ppm);
-	printf("  \"hz_measured\": %.6f,\n  \"hz_measured_ppm\": %.6g,\n", in->hz_measured,
-	       in->hz_measured_ppm);
-	printf("  \"hz_measured_worst_case_ppm\": %.6g,\n  \"calibration_window_ms\": %.4f,\n",
-	       in->hz_measured_worst_ppm, in->calib_window_ms);
-	printf("  \"hz_env\": {\"value\": ");
-	json_str(in->hz_env);
-	printf(", \"status\": ");
-	json_str(in->hz_env_status);
-	printf("},\n  \"hz_sources\": [");
-	for (int i = 0; i < in->n_hz_sources; i++) {
-		const struct nc_hz_source *s = &in->hz_sources[i];
-		printf("%s\n    {\"name\": ", i ? "," : "");
-		json_str(s->name);
-		printf(", \"hz\": %.3f, \"status\": \"%s\", \"reason\": ", s->hz, src_status(s->status));
-		json_str(s->reason);
-		printf("}");
+	const struct nc_info *in = s->in;
+	if (j) {
+		jfmt(j, "init_status", "%d", in->init_status);
+		jstr(j, "counter", in->counter);
+		return;
 	}
-	printf("%s],\n", in->n_hz_sources ? "\n  " : "");
-	printf("  \"resolution_ticks\": %llu,\n  \"resolution_ns\": %.4f,\n",
-	       (unsigned long long)in->resolution_ticks, in->resolution_ns);
-	printf("  \"seconds_before_wrap\": %llu,\n  \"init_ms\": %.4f,\n",
-	       (unsigned long long)in->seconds_before_wrap, in->init_ms);
-	printf("  \"cost_ns\": {\"nc_ticks\": %.3f, \"nc_ticks_begin\": %.3f, \"nc_ticks_end\": %.3f, "
-	       "\"nc_now_ns\": %.3f, \"nc_ticks_to_ns\": %.3f, \"clock_gettime\": %.3f, "
-	       "\"clock_gettime_raw\": %.3f, \"counter_raw\": %.3f, \"counter_ordered\": %.3f},\n",
-	       c->ticks, c->ticks_begin, c->ticks_end, c->now_ns, c->ticks_to_ns, c->cgt_mono,
-	       c->cgt_raw, c->raw, c->ordered);
-	printf("  \"calibration_target_ppm\": %.6g,\n  \"calibration_max_ms\": %.6g,\n"
-	       "  \"calibration_early\": %s,\n  \"calibration_setting_status\": ",
-	       in->calib_target_ppm, in->calib_max_ms, in->calib_early ? "true" : "false");
-	json_str(in->calib_status);
-	printf(",\n");
-	printf("  \"counter_forced\": ");
-	json_str(in->counter_forced);
-	printf(",\n  \"counter_error\": ");
-	json_str(in->counter_error);
-	printf(",\n  \"candidates\": [");
-	for (int i = 0; i < in->n_candidates; i++) {
-		const struct nc_candidate *cd = &in->candidates[i];
-		printf("%s\n    {\"name\": ", i ? "," : "");
-		json_str(cd->name);
-		printf(", \"what\": ");
-		json_str(cd->what);
-		printf(", \"status\": \"%s\", \"reason\": ", cand_status(cd->status));
-		json_str(cd->reason);
-		if (cd->status == NC_CAND_USABLE || cd->status == NC_CAND_SELECTED) {
-			printf(", \"resolution_ticks\": %llu, \"resolution_ns\": %.4f, \"cost_ns\": %.3f, "
-			       "\"hz\": %.3f, \"hz_source\": ",
-			       (unsigned long long)cd->resolution_ticks, cd->resolution_ns, cd->cost_ns, cd->hz);
-			json_str(cd->hz_source);
-			printf(", \"penalty_ns\": %.0f, \"score\": %.3f", cd->penalty_ns, cd->score);
-		}
-		printf("}");
-	}
-	printf("\n  ],\n");
-	printf("  \"policy\": ");
-	json_str(in->policy);
-	const struct nc_kernel_view *k = &in->kernel;
-	printf(",\n  \"kernel\": {\n    \"clocksource\": ");
-	json_str(k->clocksource);
-	printf(",\n    \"available_clocksources\": ");
-	json_str(k->available_clocksources);
-	printf(",\n    \"tsc_unstable\": %s,\n    \"tsc_unstable_why\": ", jtri(k->tsc_unstable));
-	json_str(k->tsc_unstable_why);
-	printf(",\n    \"cpuid\": {\"tsc\": %s, \"rdtscp\": %s, \"invariant_tsc\": %s, "
-	       "\"hypervisor\": %s, \"hypervisor_signature\": ",
-	       jtri(k->cpuid_tsc), jtri(k->cpuid_rdtscp), jtri(k->cpuid_invariant_tsc),
-	       jtri(k->cpuid_hypervisor));
-	json_str(k->hypervisor);
-	printf("},\n    \"cpuinfo_tsc_flags\": ");
-	json_str(k->cpuinfo_tsc_flags);
-	printf("\n  },\n  \"unix\": ");
-	unix_status_json(&in->unix_status, "  ");
-	printf(",\n  \"unix_refresh_ms\": %.3f,\n  \"upkeep_running\": %s,\n  \"upkeep_note\": ",
-	       in->unix_refresh_ms, in->upkeep_running ? "true" : "false");
-	json_str(in->upkeep_note);
-	struct nc_utc_status us;
-	nc_get_utc_status(&us);
-	printf(",\n  \"utc\": {\"source\": \"%s\", \"status\": \"%s\", \"where\": ",
-	       nc_utc_source_name(us.source), nc_utc_status_name(us.status));
-	json_str(us.source_arg);
-	if (us.half_width_ns >= 0)
-		printf(", \"half_width_ns\": %.0f", us.half_width_ns);
-	else
-		printf(", \"half_width_ns\": null");
-	printf(", \"source_bound_ns\": %.0f, \"tie_ns\": %.0f, \"drift_ppm\": %.4g, \"age_s\": %.3f, "
-	       "\"as_of_ns\": %lld, \"fresh_s\": %.0f, \"horizon_s\": %.0f, \"why\": ",
-	       us.source_bound_ns, us.tie_ns, us.drift_ppm, us.age_s, (long long)us.as_of_ns, us.fresh_s,
-	       us.horizon_s);
-	json_str(us.why);
-	printf(", \"chosen\": ");
-	json_str(us.chosen);
-	printf("}");
-	printf(",\n  \"env_ignored\": ");
-	json_str(in->env_ignored);
-	printf(",\n");
-	const struct nc_events *ev = &in->events;
-	printf("  \"events\": {\"suspends\": %u, \"suspended_s\": %.3f, \"counter_jumps\": %u, "
-	       "\"rate_changes\": %u, \"counter_stops\": %u}",
-	       ev->suspends, ev->suspended_s, ev->counter_jumps, ev->rate_changes, ev->counter_stops);
-}
-
-static void info_text(const struct nc_info *in, const struct nc_costs *c, const char *arch)
-{
-	printf("nanoclock %s on %s\n\n", nc_version(), arch);
 	printf("counter        %s%s%s\n", in->counter, in->init_status ? " — nc_init: " : "",
 	       in->init_status ? nc_strerror(in->init_status) : "");
-	printf("policy         %s\n", in->policy);
-	if (in->counter_forced[0])
+}
+
+static void info_policy(const struct info_src *s, struct jobj *j)
+{
+	if (j)
+		jstr(j, "policy", s->in->policy);
+	else
+		printf("policy         %s\n", s->in->policy);
+}
+
+static void info_forced(const struct info_src *s, struct jobj *j)
+{
+	const struct nc_info *in = s->in;
+	if (j) {
+		jstr(j, "counter_forced", in->counter_forced);
+		jstr(j, "counter_error", in->counter_error);
+	} else if (in->counter_forced[0]) {
 		printf("forced         %s%s%s\n", in->counter_forced, in->counter_error[0] ? " — " : " — used",
 		       in->counter_error);
+	}
+}
+
+static void candidate_json(const struct nc_candidate *cd)
+{
+	printf("{\"name\": ");
+	json_str(cd->name);
+	printf(", \"what\": ");
+	json_str(cd->what);
+	printf(", \"status\": \"%s\", \"reason\": ", cand_status(cd->status));
+	json_str(cd->reason);
+	if (cd->status == NC_CAND_USABLE || cd->status == NC_CAND_SELECTED) {
+		printf(", \"resolution_ticks\": %llu, \"resolution_ns\": %.4f, \"cost_ns\": %.3f, "
+		       "\"hz\": %.3f, \"hz_source\": ",
+		       (unsigned long long)cd->resolution_ticks, cd->resolution_ns, cd->cost_ns, cd->hz);
+		json_str(cd->hz_source);
+		printf(", \"penalty_ns\": %.0f, \"score\": %.3f", cd->penalty_ns, cd->score);
+	}
+	printf("}");
+}
+
+static void info_candidates(const struct info_src *s, struct jobj *j)
+{
+	const struct nc_info *in = s->in;
+	if (j) {
+		jkey(j, "candidates");
+		printf("[");
+		for (int i = 0; i < in->n_candidates; i++) {
+			printf("%s\n    ", i ? "," : "");
+			candidate_json(&in->candidates[i]);
+		}
+		printf("\n  ]");
+		return;
+	}
 	printf("candidates     %-20s %-9s %10s %9s %14s  %s\n", "name", "status", "res (ns)",
 	       "cost (ns)", "MHz (source)", "reason");
 	for (int i = 0; i < in->n_candidates; i++) {
@@ -337,29 +340,116 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 			       cand_status(cd->status), cd->resolution_ns, cd->cost_ns, cd->hz / 1e6,
 			       cd->hz_source, cd->reason);
 	}
+}
+
+static void info_frequency(const struct info_src *s, struct jobj *j)
+{
+	const struct nc_info *in = s->in;
+	if (j) {
+		jfmt(j, "hz", "%.6f", in->hz);
+		jstr(j, "hz_source", in->hz_source);
+		jfmt(j, "hz_uncertainty_ppm", "%.6g", in->hz_uncertainty_ppm);
+		return;
+	}
 	printf("frequency      %.6f MHz ± %.3g ppm (source: %s)\n", in->hz / 1e6,
 	       in->hz_uncertainty_ppm, in->hz_source);
-	if (in->hz_measured > 0)
+}
+
+static void info_measured(const struct info_src *s, struct jobj *j)
+{
+	const struct nc_info *in = s->in;
+	if (j) {
+		jfmt(j, "hz_measured", "%.6f", in->hz_measured);
+		jfmt(j, "hz_measured_ppm", "%.6g", in->hz_measured_ppm);
+		jfmt(j, "hz_measured_worst_case_ppm", "%.6g", in->hz_measured_worst_ppm);
+		jfmt(j, "calibration_window_ms", "%.4f", in->calib_window_ms);
+	} else if (in->hz_measured > 0) {
 		printf("  measured     %.6f MHz ± %.3g ppm over %.3f ms (4σ; worst case from bracket "
 		       "widths ± %.3g ppm)\n",
 		       in->hz_measured / 1e6, in->hz_measured_ppm, in->calib_window_ms,
 		       in->hz_measured_worst_ppm);
+	}
+}
+
+static void info_hz_env(const struct info_src *s, struct jobj *j)
+{
+	const struct nc_info *in = s->in;
+	if (j) {
+		jkey(j, "hz_env");
+		printf("{\"value\": ");
+		json_str(in->hz_env);
+		printf(", \"status\": ");
+		json_str(in->hz_env_status);
+		printf("}");
+		return;
+	}
 	printf("  NANOCLOCK_HZ %s%s%s\n", in->hz_env[0] ? in->hz_env : "unset",
 	       in->hz_env_status[0] ? " — " : "", in->hz_env_status);
-	if (in->env_ignored[0])
-		printf("  ignored      %s: the program runs with raised privileges\n", in->env_ignored);
+}
+
+static void info_env_ignored(const struct info_src *s, struct jobj *j)
+{
+	if (j)
+		jstr(j, "env_ignored", s->in->env_ignored);
+	else if (s->in->env_ignored[0])
+		printf("  ignored      %s: the program runs with raised privileges\n", s->in->env_ignored);
+}
+
+static void info_hz_sources(const struct info_src *s, struct jobj *j)
+{
+	const struct nc_info *in = s->in;
+	if (j) {
+		jkey(j, "hz_sources");
+		printf("[");
+	}
 	for (int i = 0; i < in->n_hz_sources; i++) {
-		const struct nc_hz_source *s = &in->hz_sources[i];
-		printf("  %-18s %s", s->name, src_status(s->status));
-		if (s->hz > 0)
-			printf(" %.6f MHz", s->hz / 1e6);
-		printf(" (%s)\n", s->reason);
+		const struct nc_hz_source *h = &in->hz_sources[i];
+		if (j) {
+			printf("%s\n    {\"name\": ", i ? "," : "");
+			json_str(h->name);
+			printf(", \"hz\": %.3f, \"status\": \"%s\", \"reason\": ", h->hz,
+			       src_status(h->status));
+			json_str(h->reason);
+			printf("}");
+			continue;
+		}
+		printf("  %-18s %s", h->name, src_status(h->status));
+		if (h->hz > 0)
+			printf(" %.6f MHz", h->hz / 1e6);
+		printf(" (%s)\n", h->reason);
+	}
+	if (j)
+		printf("%s]", in->n_hz_sources ? "\n  " : "");
+}
+
+static void info_resolution(const struct info_src *s, struct jobj *j)
+{
+	const struct nc_info *in = s->in;
+	if (j) {
+		jfmt(j, "resolution_ticks", "%llu", (unsigned long long)in->resolution_ticks);
+		jfmt(j, "resolution_ns", "%.4f", in->resolution_ns);
+		return;
 	}
 	printf("resolution     %llu tick%s = %.3f ns\n", (unsigned long long)in->resolution_ticks,
 	       in->resolution_ticks == 1 ? "" : "s", in->resolution_ns);
-	printf("wraps in       %.3g years (%llu s)\n", in->seconds_before_wrap / 31557600.0,
-	       (unsigned long long)in->seconds_before_wrap);
-	if (in->calib_early && strcmp(in->hz_source, "measured") == 0)
+}
+
+static void info_wrap(const struct info_src *s, struct jobj *j)
+{
+	unsigned long long w = s->in->seconds_before_wrap;
+	if (j)
+		jfmt(j, "seconds_before_wrap", "%llu", w);
+	else
+		printf("wraps in       %.3g years (%llu s)\n", w / 31557600.0, w);
+}
+
+/* the text line shows the calibration's settings too (info_calibration) */
+static void info_init(const struct info_src *s, struct jobj *j)
+{
+	const struct nc_info *in = s->in;
+	if (j)
+		jfmt(j, "init_ms", "%.4f", in->init_ms);
+	else if (in->calib_early && strcmp(in->hz_source, "measured") == 0)
 		printf("init           %.3f ms (first statement after 0.25 ms; goal ±%.3g ppm reached by "
 		       "the refreshes)%s%s\n", in->init_ms, in->calib_target_ppm,
 		       in->calib_status[0] ? " — " : "", in->calib_status);
@@ -367,7 +457,73 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 		printf("init           %.3f ms (calibration goal ±%.3g ppm, at most %.3g ms)%s%s\n",
 		       in->init_ms, in->calib_target_ppm, in->calib_max_ms,
 		       in->calib_status[0] ? " — " : "", in->calib_status);
-	shared_text();
+}
+
+static void info_calibration(const struct info_src *s, struct jobj *j)
+{
+	const struct nc_info *in = s->in;
+	if (!j)
+		return; /* on info_init's line */
+	jfmt(j, "calibration_target_ppm", "%.6g", in->calib_target_ppm);
+	jfmt(j, "calibration_max_ms", "%.6g", in->calib_max_ms);
+	jfmt(j, "calibration_early", "%s", in->calib_early ? "true" : "false");
+	jstr(j, "calibration_setting_status", in->calib_status);
+}
+
+static void shared_json(const struct nc_shared_status *st)
+{
+	printf("{\"adopted\": %d, \"published\": %d, \"path\": ", st->adopted, st->published);
+	json_str(st->path);
+	printf(", \"status\": ");
+	json_str(st->status);
+	printf(", \"writer\": ");
+	json_str(st->writer);
+	printf(", \"writer_pid\": %u, \"writer_uid\": %u, \"generation\": %llu, \"age_s\": %.3f, "
+	       "\"baseline_s\": %.6f, \"hz\": %.6f, \"ppm\": %.6g, \"sync_verdict\": ",
+	       st->writer_pid, st->writer_uid, (unsigned long long)st->generation, st->age_s,
+	       st->baseline_s, st->hz, st->ppm);
+	json_str(st->sync_verdict >= 0 ? verdict_word(st->sync_verdict) : "none");
+	printf(", \"sync_max_shift_ns\": %.3f, \"sync_ncpus\": %u}", st->sync_max_shift_ns,
+	       st->sync_ncpus);
+}
+
+/* The shared record: adopted, written, or why not. */
+static void info_shared(const struct info_src *s, struct jobj *j)
+{
+	(void)s;
+	struct nc_shared_status st;
+	nc_get_shared_status(&st);
+	if (j) {
+		jkey(j, "shared");
+		shared_json(&st);
+		return;
+	}
+	printf("shared record  %s\n", st.status[0] ? st.status : "(none looked at)");
+	if (st.adopted || st.published)
+		printf("               %s %s: written by %s %u (uid %u), generation %llu, %.1f s ago; "
+		       "%.6f MHz ± %.3g ppm over %.3f %s\n",
+		       st.adopted ? "adopted" : "written", st.path, st.writer, st.writer_pid,
+		       st.writer_uid, (unsigned long long)st.generation, st.age_s, st.hz / 1e6, st.ppm,
+		       st.baseline_s < 1 ? st.baseline_s * 1e3 : st.baseline_s,
+		       st.baseline_s < 1 ? "ms" : "s");
+	if (st.sync_verdict >= 0)
+		printf("               cross-CPU in the record: %s over %u CPUs, max shift %.1f ns, "
+		       "%.0f s ago\n",
+		       verdict_word(st.sync_verdict), st.sync_ncpus, st.sync_max_shift_ns, st.sync_age_s);
+}
+
+static void info_cost(const struct info_src *s, struct jobj *j)
+{
+	const struct nc_costs *c = s->c;
+	if (j) {
+		jfmt(j, "cost_ns",
+		     "{\"nc_ticks\": %.3f, \"nc_ticks_begin\": %.3f, \"nc_ticks_end\": %.3f, "
+		     "\"nc_now_ns\": %.3f, \"nc_ticks_to_ns\": %.3f, \"clock_gettime\": %.3f, "
+		     "\"clock_gettime_raw\": %.3f, \"counter_raw\": %.3f, \"counter_ordered\": %.3f}",
+		     c->ticks, c->ticks_begin, c->ticks_end, c->now_ns, c->ticks_to_ns, c->cgt_mono,
+		     c->cgt_raw, c->raw, c->ordered);
+		return;
+	}
 	printf("cost (ns/call) nc_ticks %.2f | nc_ticks_begin %.2f | nc_ticks_end %.2f | "
 	       "nc_now_ns %.2f | nc_ticks_to_ns %.2f\n",
 	       c->ticks, c->ticks_begin, c->ticks_end, c->now_ns, c->ticks_to_ns);
@@ -376,7 +532,29 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 	if (c->raw > 0)
 		printf(" | bare %s %.2f | %s %.2f", c->raw_name, c->raw, c->ordered_name, c->ordered);
 	printf("\n");
-	const struct nc_kernel_view *k = &in->kernel;
+}
+
+static void info_kernel(const struct info_src *s, struct jobj *j)
+{
+	const struct nc_kernel_view *k = &s->in->kernel;
+	if (j) {
+		struct jobj ko = {j->depth + 1, 0};
+		jkey(j, "kernel");
+		jstr(&ko, "clocksource", k->clocksource);
+		jstr(&ko, "available_clocksources", k->available_clocksources);
+		jfmt(&ko, "tsc_unstable", "%s", jtri(k->tsc_unstable));
+		jstr(&ko, "tsc_unstable_why", k->tsc_unstable_why);
+		jfmt(&ko, "cpuid",
+		     "{\"tsc\": %s, \"rdtscp\": %s, \"invariant_tsc\": %s, \"hypervisor\": %s, "
+		     "\"hypervisor_signature\": ",
+		     jtri(k->cpuid_tsc), jtri(k->cpuid_rdtscp), jtri(k->cpuid_invariant_tsc),
+		     jtri(k->cpuid_hypervisor));
+		json_str(k->hypervisor);
+		printf("}");
+		jstr(&ko, "cpuinfo_tsc_flags", k->cpuinfo_tsc_flags);
+		jend(&ko);
+		return;
+	}
 	printf("kernel         clocksource %s (available: %s)\n", k->clocksource[0] ? k->clocksource : "?",
 	       k->available_clocksources[0] ? k->available_clocksources : "?");
 	printf("               TSC marked unstable: %s%s%s%s\n", tri(k->tsc_unstable),
@@ -387,7 +565,20 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 		       tri(k->cpuid_tsc), tri(k->cpuid_rdtscp), tri(k->cpuid_invariant_tsc),
 		       tri(k->cpuid_hypervisor), k->hypervisor[0] ? " " : "", k->hypervisor);
 	printf("cpuinfo flags  %s\n", k->cpuinfo_tsc_flags[0] ? k->cpuinfo_tsc_flags : "(none)");
+}
+
+static void info_unix(const struct info_src *s, struct jobj *j)
+{
+	const struct nc_info *in = s->in;
 	const struct nc_unix_status *st = &in->unix_status;
+	if (j) {
+		jkey(j, "unix");
+		unix_status_json(st, j->depth + 1);
+		jfmt(j, "unix_refresh_ms", "%.3f", in->unix_refresh_ms);
+		jfmt(j, "upkeep_running", "%s", in->upkeep_running ? "true" : "false");
+		jstr(j, "upkeep_note", in->upkeep_note);
+		return;
+	}
 	char err[512];
 	utc_error_text(st, err, sizeof(err));
 	printf("unix time      %s\n", err);
@@ -405,16 +596,134 @@ static void info_text(const struct nc_info *in, const struct nc_costs *c, const 
 		       st->leap_pending > 0 ? ", leap second to insert"
 		       : st->leap_pending < 0 ? ", leap second to delete" : "",
 		       st->kernel_freq_ppm);
+}
+
+static void utc_status_json(const struct nc_utc_status *us)
+{
+	printf("{\"source\": \"%s\", \"status\": \"%s\", \"where\": ", nc_utc_source_name(us->source),
+	       nc_utc_status_name(us->status));
+	json_str(us->source_arg);
+	if (us->half_width_ns >= 0)
+		printf(", \"half_width_ns\": %.0f", us->half_width_ns);
+	else
+		printf(", \"half_width_ns\": null");
+	printf(", \"source_bound_ns\": %.0f, \"tie_ns\": %.0f, \"drift_ppm\": %.4g, \"age_s\": %.3f, "
+	       "\"as_of_ns\": %lld, \"fresh_s\": %.0f, \"horizon_s\": %.0f, \"why\": ",
+	       us->source_bound_ns, us->tie_ns, us->drift_ppm, us->age_s, (long long)us->as_of_ns,
+	       us->fresh_s, us->horizon_s);
+	json_str(us->why);
+	printf(", \"chosen\": ");
+	json_str(us->chosen);
+	printf("}");
+}
+
+static void info_utc(const struct info_src *s, struct jobj *j)
+{
+	(void)s;
 	struct nc_utc_status us;
 	nc_get_utc_status(&us);
+	if (j) {
+		jkey(j, "utc");
+		utc_status_json(&us);
+		return;
+	}
 	printf("utc source     %s%s%s: %s; fresh for %.0f s, unknown after %.0f s\n",
 	       nc_utc_source_name(us.source), us.source_arg[0] ? " " : "", us.source_arg,
 	       nc_utc_status_name(us.status), us.fresh_s, us.horizon_s);
 	printf("               chosen: %s\n", us.chosen);
-	const struct nc_events *ev = &in->events;
-	printf("events         %u suspends (%.3f s), %u counter jumps, %u rate changes, %u counter "
-	       "stops\n",
-	       ev->suspends, ev->suspended_s, ev->counter_jumps, ev->rate_changes, ev->counter_stops);
+}
+
+static void info_events(const struct info_src *s, struct jobj *j)
+{
+	const struct nc_events *ev = &s->in->events;
+	if (j)
+		jfmt(j, "events",
+		     "{\"suspends\": %u, \"suspended_s\": %.3f, \"counter_jumps\": %u, "
+		     "\"rate_changes\": %u, \"counter_stops\": %u}",
+		     ev->suspends, ev->suspended_s, ev->counter_jumps, ev->rate_changes,
+		     ev->counter_stops);
+	else
+		printf("events         %u suspends (%.3f s), %u counter jumps, %u rate changes, %u "
+		       "counter stops\n",
+		       ev->suspends, ev->suspended_s, ev->counter_jumps, ev->rate_changes,
+		       ev->counter_stops);
+}
+
+static void info_lttng(const struct info_src *s, struct jobj *j)
+{
+	(void)s;
+	char why[160];
+	const char *p = lttng_plugin(why, sizeof(why));
+	if (!p)
+		return;
+	if (j) {
+		jkey(j, "lttng_plugin");
+		printf("{\"path\": ");
+		json_str(p);
+		printf(", \"loadable\": %s, \"why\": ", why[0] ? "false" : "true");
+		json_str(why);
+		printf("}");
+		return;
+	}
+	printf("lttng plugin   LTTNG_UST_CLOCK_PLUGIN=%s: %s%s\n", p, why[0] ? why : "a shared object",
+	       why[0] ? " — LTTng-UST stamps events with its own clock instead, without a word"
+		      : " (LTTng-UST loads it in each traced process)");
+}
+
+static void info_sync(const struct info_src *s, struct jobj *j)
+{
+	if (j) {
+		jkey(j, "sync");
+		sync_json(s->sync, j->depth + 1);
+		return;
+	}
+	printf("cross-CPU      %s", s->sync_rc ? "check could not run — " : "");
+	sync_line(s->sync);
+}
+
+static const struct info_row {
+	void (*part)(const struct info_src *, struct jobj *);
+	int json_at; /* its place among the JSON object's members */
+} info_rows[] = {
+	{info_head, 0},
+	{info_counter, 1},
+	{info_policy, 13},
+	{info_forced, 11},
+	{info_candidates, 12},
+	{info_frequency, 2},
+	{info_measured, 3},
+	{info_hz_env, 4},
+	{info_env_ignored, 17},
+	{info_hz_sources, 5},
+	{info_resolution, 6},
+	{info_wrap, 7},
+	{info_init, 8},
+	{info_calibration, 10},
+	{info_shared, 19},
+	{info_cost, 9},
+	{info_kernel, 14},
+	{info_unix, 15},
+	{info_utc, 16},
+	{info_events, 18},
+	{info_lttng, 20},
+	{info_sync, 21},
+};
+#define INFO_ROWS (int)(sizeof(info_rows) / sizeof(info_rows[0]))
+
+static void info_print(const struct info_src *s, int json)
+{
+	if (!json) {
+		for (int i = 0; i < INFO_ROWS; i++)
+			info_rows[i].part(s, NULL);
+		return;
+	}
+	struct jobj o = {1, 0};
+	for (int at = 0; at < INFO_ROWS; at++)
+		for (int i = 0; i < INFO_ROWS; i++)
+			if (info_rows[i].json_at == at)
+				info_rows[i].part(s, &o);
+	jend(&o);
+	printf("\n");
 }
 
 static int cmd_now(const struct nc_now_opts *o)
@@ -446,84 +755,33 @@ static int cmd_now(const struct nc_now_opts *o)
 	} else if (mode == 2) {
 		printf("%s\n", iso);
 	} else if (mode == 3) {
-		printf("{\n  \"unix_ns\": %lld,\n  \"iso\": \"%s\",\n  \"monotonic_ns\": %llu,\n"
-		       "  \"counter\": ",
-		       (long long)u, iso, (unsigned long long)mono);
-		json_str(nc_counter_name());
-		int known = b.status == NC_UTC_SYNCHRONISED || b.status == NC_UTC_FREE_RUNNING;
-		if (known)
-			printf(",\n  \"earliest_ns\": %lld,\n  \"latest_ns\": %lld", (long long)b.earliest_ns,
-			       (long long)b.latest_ns);
-		else
-			printf(",\n  \"earliest_ns\": null,\n  \"latest_ns\": null");
-		printf(",\n  \"utc_source\": \"%s\",\n  \"utc_status\": \"%s\",\n  \"utc_as_of\": ",
-		       nc_utc_source_name(b.source), nc_utc_status_name(b.status));
+		struct jobj j = {1, 0};
+		jfmt(&j, "unix_ns", "%lld", (long long)u);
+		jstr(&j, "iso", iso);
+		jfmt(&j, "monotonic_ns", "%llu", (unsigned long long)mono);
+		jstr(&j, "counter", nc_counter_name());
+		if (b.status == NC_UTC_SYNCHRONISED || b.status == NC_UTC_FREE_RUNNING) {
+			jfmt(&j, "earliest_ns", "%lld", (long long)b.earliest_ns);
+			jfmt(&j, "latest_ns", "%lld", (long long)b.latest_ns);
+		} else {
+			jfmt(&j, "earliest_ns", "null");
+			jfmt(&j, "latest_ns", "null");
+		}
+		jstr(&j, "utc_source", nc_utc_source_name(b.source));
+		jstr(&j, "utc_status", nc_utc_status_name(b.status));
 		if (b.as_of_ns)
-			printf("%lld", (long long)b.as_of_ns);
+			jfmt(&j, "utc_as_of", "%lld", (long long)b.as_of_ns);
 		else
-			printf("null");
-		printf(",\n  \"init_status\": %d,\n  \"status\": ", rc);
-		unix_status_json(&st, "  ");
-		printf("\n}\n");
+			jfmt(&j, "utc_as_of", "null");
+		jfmt(&j, "init_status", "%d", rc);
+		jkey(&j, "status");
+		unix_status_json(&st, 2);
+		jend(&j);
+		printf("\n");
 	} else {
 		printf("%s  (%lld.%09ld)\n%s\n", iso, (long long)secs, ns, err);
 	}
 	return 0;
-}
-
-static void sync_json(const struct nc_sync_report *r, int indent)
-{
-	const char *p = indent ? "    " : "  ";
-	printf("{\n%s\"verdict\": \"%s\",\n%s\"method\": \"%s\",\n%s\"cpus\": [", p,
-	       nc_sync_verdict_name(r->verdict), p, r->method == NC_SYNC_SWITCH ? "switch" : "cop", p);
-	for (int i = 0; i < r->ncpus; i++)
-		printf("%s%d", i ? ", " : "", r->cpu[i].cpu);
-	printf("],\n%s\"base_cpu\": %d,\n", p, r->base_cpu);
-	if (r->bounded)
-		printf("%s\"max_shift_ticks\": %llu,\n%s\"max_shift_ns\": %.3f,\n", p,
-		       (unsigned long long)r->max_shift_ticks, p, r->max_shift_ns);
-	else /* no bound for some CPU: say so rather than print a number */
-		printf("%s\"max_shift_ticks\": null,\n%s\"max_shift_ns\": null,\n", p, p);
-	printf("%s\"monotonic\": %s,\n%s\"same_pace\": %s,\n%s\"advancing\": %s,\n", p,
-	       r->monotonic ? "true" : "false", p, r->same_pace ? "true" : "false", p,
-	       r->advancing ? "true" : "false");
-	printf("%s\"elapsed_ms\": %.3f,\n%s\"quality\": %.3f,\n%s\"probes\": %llu,\n"
-	       "%s\"decreases\": %llu,\n%s\"rounds\": %u,\n%s\"timed_out\": %s,\n",
-	       p, r->elapsed_ms, p, r->quality, p, (unsigned long long)r->probes, p,
-	       (unsigned long long)r->decreases, p, r->rounds_done, p, r->timed_out ? "true" : "false");
-	printf("%s\"per_cpu\": [", p);
-	for (int i = 0; i < r->ncpus; i++) {
-		const struct nc_sync_cpu *c = &r->cpu[i];
-		printf("%s\n%s  {\"cpu\": %d, \"shift_lo_ticks\": %lld, \"shift_hi_ticks\": %lld, "
-		       "\"bounded\": %s, \"probes\": %llu, \"enclosed\": %llu, \"advancing\": %s}",
-		       i ? "," : "", p, c->cpu, (long long)c->shift_lo, (long long)c->shift_hi,
-		       c->bounded ? "true" : "false", (unsigned long long)c->probes,
-		       (unsigned long long)c->enclosed, c->advancing ? "true" : "false");
-	}
-	printf("\n%s],\n%s\"bad_cpu\": %d,\n%s\"evidence\": ", p, p, r->bad_cpu, p);
-	json_str(r->evidence);
-	printf(",\n%s\"kernel_tsc_unstable\": %s,\n%s\"cpuid_invariant_tsc\": %s\n%s}", p,
-	       jtri(r->kernel_tsc_unstable), p, jtri(r->cpuid_invariant_tsc), indent ? "  " : "");
-}
-
-/* max_shift is an upper bound: said with "<=" (and not at all when some
- * CPU got no interval) */
-static void sync_line(const struct nc_sync_report *r)
-{
-	printf("%s over CPUs", nc_sync_verdict_name(r->verdict));
-	for (int i = 0; i < r->ncpus; i++)
-		printf("%s%d", i ? "," : " ", r->cpu[i].cpu);
-	printf(" (%s): ", r->method == NC_SYNC_SWITCH ? "switch" : "cop");
-	if (r->bounded)
-		printf("max shift <= %llu ticks (%.1f ns)", (unsigned long long)r->max_shift_ticks,
-		       r->max_shift_ns);
-	else
-		printf("max shift not bounded");
-	printf(", %smonotonic, %s pace, %.1f ms, quality %.2f", r->monotonic ? "" : "NOT ",
-	       r->same_pace ? "same" : "DIFFERENT", r->elapsed_ms, r->quality);
-	if (r->evidence[0])
-		printf(" — %s", r->evidence);
-	printf("\n");
 }
 
 static int cmd_check(const struct nc_check_opts *co)
@@ -547,7 +805,7 @@ static int cmd_check(const struct nc_check_opts *co)
 		return 2;
 	}
 	if (json) {
-		sync_json(&r, 0);
+		sync_json(&r, 1);
 		printf("\n");
 	} else {
 		if (rc != 0)
@@ -592,19 +850,8 @@ static int cmd_info(const struct nc_info_opts *io)
 	so.rounds = 2;
 	static struct nc_sync_report sr;
 	int src = nc_sync_check(&so, &sr);
-	if (json) {
-		info_json(&in, &c, arch);
-		shared_json();
-		lttng_json();
-		printf(",\n  \"sync\": ");
-		sync_json(&sr, 1);
-		printf("\n}\n");
-	} else {
-		info_text(&in, &c, arch);
-		lttng_text();
-		printf("cross-CPU      %s", src ? "check could not run — " : "");
-		sync_line(&sr);
-	}
+	struct info_src s = {&in, &c, arch, &sr, src};
+	info_print(&s, json);
 	return 0;
 }
 

@@ -13,9 +13,10 @@
  * are blocked and taken with sigtimedwait: no handler, nothing
  * interrupted. */
 #include "opts.h"
-#include "nanoclock.h"
-#include "nanoclock_shared.h"
-#include "nanoclock_sync.h"
+
+#include <nanoclock.h>
+#include <nanoclock_shared.h>
+#include <nanoclock_sync.h>
 
 #include <errno.h>
 #include <math.h>
@@ -80,18 +81,32 @@ static int stopped(const sigset_t *set, double s)
 	return 1;
 }
 
-static int run(const struct nc_daemon_opts *o)
+/* What the loop carries from one write to the next */
+struct keeper {
+	const struct nc_daemon_opts *o;
+	sigset_t set;       /* the signals taken with sigtimedwait */
+	int verdict;        /* the cross-CPU verdict the record carries (-1: none) */
+	double shift_ns;
+	uint32_t ncpus;
+	double said_ppm;    /* the uncertainty last said */
+	int failing, cb_failing; /* the record's, the segment's failure said */
+	int settle;         /* tries left before a failure is said (continuing a record) */
+	int retrying, hup;
+};
+
+/* Signals blocked, the record's directory made and the library started on
+ * the record: 0, or 1 (said) */
+static int start(struct keeper *k)
 {
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
+	sigemptyset(&k->set);
+	sigaddset(&k->set, SIGTERM);
+	sigaddset(&k->set, SIGINT);
+	sigaddset(&k->set, SIGHUP);
 	/* before nc_init: threads the library starts inherit the mask */
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	if (make_dir(o->record) != 0)
+	pthread_sigmask(SIG_BLOCK, &k->set, NULL);
+	if (make_dir(k->o->record) != 0)
 		return 1;
-	setenv("NANOCLOCK_SHARED", o->record, 1);
+	setenv("NANOCLOCK_SHARED", k->o->record, 1);
 	/* the record is what other processes take instead of calibrating: the
 	 * first calibration runs to the goal (the defaults, asked for) rather
 	 * than stating early (the environment still overrides) */
@@ -100,33 +115,106 @@ static int run(const struct nc_daemon_opts *o)
 	if (rc != 0)
 		fprintf(stderr, "nanoclock daemon: nc_init: %s (continuing on the defaults)\n",
 			nc_strerror(rc));
-	struct nc_shared_status st;
-	nc_get_shared_status(&st);
-	int verdict = -1;
-	double shift_ns = 0;
-	uint32_t ncpus = 0;
-	if (st.adopted && st.sync_verdict >= 0) {
-		verdict = st.sync_verdict;
-		shift_ns = st.sync_max_shift_ns;
-		ncpus = st.sync_ncpus;
+	return 0;
+}
+
+/* The cross-CPU verdict: the record's where it is continued, else checked
+ * now (once per start) */
+static void cross_cpu(struct keeper *k, const struct nc_shared_status *st)
+{
+	k->verdict = -1;
+	k->shift_ns = 0;
+	k->ncpus = 0;
+	if (st->adopted && st->sync_verdict >= 0) {
+		k->verdict = st->sync_verdict;
+		k->shift_ns = st->sync_max_shift_ns;
+		k->ncpus = st->sync_ncpus;
 	} else {
 		static struct nc_sync_report r; /* large */
 		if (nc_sync_check(NULL, &r) == 0) {
-			verdict = r.verdict;
-			shift_ns = r.bounded ? r.max_shift_ns : INFINITY;
-			ncpus = (uint32_t)r.ncpus;
+			k->verdict = r.verdict;
+			k->shift_ns = r.bounded ? r.max_shift_ns : INFINITY;
+			k->ncpus = (uint32_t)r.ncpus;
 		}
 	}
+}
+
+/* The ClockBound segment written: 0, or its failure (said once, or each
+ * time with --once) */
+static int keep_clockbound(struct keeper *k)
+{
+	const struct nc_daemon_opts *o = k->o;
+	char why[256];
+	int crc = nc_utc_publish_clockbound(o->clockbound, why, sizeof(why));
+	if (crc != 0 && (!k->cb_failing || o->once))
+		fprintf(stderr, "nanoclock daemon: ClockBound segment not written: %s\n", why);
+	if (crc == 0 && (k->cb_failing || o->once)) {
+		struct nc_utc_status us;
+		nc_get_utc_status(&us);
+		printf("nanoclock daemon: wrote ClockBound segment %s: %s, source %s\n", o->clockbound,
+		       nc_utc_status_name(us.status), nc_utc_source_name(us.source));
+		fflush(stdout);
+	}
+	k->cb_failing = crc != 0;
+	return crc;
+}
+
+#define RECORD_WRITTEN 0
+#define RECORD_FAILED 1 /* said once, or each time with --once */
+#define RECORD_RETRY 2  /* settling: to be tried again shortly, without a word */
+
+static int keep_record(struct keeper *k)
+{
+	const struct nc_daemon_opts *o = k->o;
+	char why[192];
+	int prc = nc_shared_publish(o->record, k->verdict, k->shift_ns, k->ncpus, why, sizeof(why));
+	if (prc != 0) {
+		int e = prc == NC_ESYS ? errno : 0; /* errno is set for NC_ESYS only */
+		if (k->settle-- > 0)
+			return RECORD_RETRY;
+		if (!k->failing || o->once)
+			fprintf(stderr, "nanoclock daemon: record not written: %s%s%s\n", why, e ? ": " : "",
+				e ? strerror(e) : "");
+		k->failing = 1;
+		return RECORD_FAILED;
+	}
+	k->failing = k->settle = 0;
+	double ppm = nc_ticks_per_second_uncertainty_ppm();
+	struct nc_shared_status st;
+	nc_get_shared_status(&st);
+	/* a line when the uncertainty has halved (a handful a day) and for
+	 * each SIGHUP (the library may also rewrite its record when its own
+	 * measurement is four times as certain: the line tells which write
+	 * the signal made) */
+	if (o->once || k->hup || st.ppm <= k->said_ppm / 2) {
+		printf("nanoclock daemon: %swrote %s generation %llu: %.6f MHz +-%.3g ppm "
+		       "(baseline %.3g s, measured here); in use here +-%.3g ppm\n",
+		       k->hup ? "SIGHUP: " : "", o->record, (unsigned long long)st.generation,
+		       st.hz / 1e6, st.ppm, st.baseline_s, ppm);
+		fflush(stdout);
+		k->said_ppm = st.ppm;
+	}
+	return RECORD_WRITTEN;
+}
+
+static int run(const struct nc_daemon_opts *o)
+{
+	struct keeper k = {.o = o, .said_ppm = INFINITY};
+	if (start(&k) != 0)
+		return 1;
+	struct nc_shared_status st;
+	nc_get_shared_status(&st);
+	cross_cpu(&k, &st);
 	/* starting anew: what was there, and why it was not continued */
 	char was[sizeof(st.status) + 4] = "";
 	if (!st.adopted)
 		snprintf(was, sizeof(was), " (%s)", st.status);
 	printf("nanoclock daemon: %s %s%s; cross-CPU %s\n", st.adopted ? "continuing" : "starting",
 	       o->record, was,
-	       verdict == NC_SYNC_CONSISTENT     ? "consistent"
-	       : verdict == NC_SYNC_INCONSISTENT ? "inconsistent"
-	       : verdict == NC_SYNC_INCONCLUSIVE ? "inconclusive"
-						 : "not checked");
+	       k.verdict == NC_SYNC_CONSISTENT     ? "consistent"
+	       : k.verdict == NC_SYNC_INCONSISTENT ? "inconsistent"
+	       : k.verdict == NC_SYNC_INCONCLUSIVE ? "inconclusive"
+						   : "not checked");
 	fflush(stdout);
 	/* an exact rate (an OS clock: a machine without a usable hardware
 	 * counter, an emulator) needs no record: with a ClockBound segment to
@@ -138,8 +226,6 @@ static int run(const struct nc_daemon_opts *o)
 		       "exact: nothing to share; the ClockBound segment only\n", nc_counter_name());
 		fflush(stdout);
 	}
-	double said_ppm = INFINITY;
-	int failing = 0, cb_failing = 0;
 	/* the ClockBound segment: every second (its clients read a bound that
 	 * grows from its as-of time); the record every interval */
 	double step_s = o->clockbound && o->interval_s > 1 ? 1 : o->interval_s;
@@ -148,78 +234,34 @@ static int run(const struct nc_daemon_opts *o)
 	 * refresh (80 ms after the start) measures it here: the record is
 	 * written from then on, never the claim read back.  Until then (2 s at
 	 * most) a failure is tried again every 50 ms without a word. */
-	int settle = st.adopted ? 40 : 0, retrying = 0, hup = 0;
+	k.settle = st.adopted ? 40 : 0;
 	for (;;) {
 		(void)nc_now_ns(); /* a due refresh refines the rate first */
-		if (o->clockbound && !retrying) {
-			char why[256];
-			int crc = nc_utc_publish_clockbound(o->clockbound, why, sizeof(why));
-			if (crc != 0 && (!cb_failing || o->once))
-				fprintf(stderr, "nanoclock daemon: ClockBound segment not written: %s\n", why);
-			if (crc == 0 && (cb_failing || o->once)) {
-				struct nc_utc_status us;
-				nc_get_utc_status(&us);
-				printf("nanoclock daemon: wrote ClockBound segment %s: %s, source %s\n",
-				       o->clockbound, nc_utc_status_name(us.status), nc_utc_source_name(us.source));
-				fflush(stdout);
-			}
-			cb_failing = crc != 0;
-			if (crc != 0 && o->once)
-				return 1;
-		}
-		if (no_record) {
-			if (o->once)
-				return 0;
-			goto wait;
-		}
+		if (o->clockbound && !k.retrying && keep_clockbound(&k) != 0 && o->once)
+			return 1;
+		if (no_record && o->once)
+			return 0;
 		since_record += step_s;
-		if (hup)
+		if (k.hup)
 			since_record = INFINITY; /* the record too, whatever the step */
-		if (since_record < o->interval_s)
-			goto wait;
-		since_record = 0;
-		char why[192];
-		int prc = nc_shared_publish(o->record, verdict, shift_ns, ncpus, why, sizeof(why));
-		if (prc != 0) {
-			int e = prc == NC_ESYS ? errno : 0; /* errno is set for NC_ESYS only */
-			if (settle-- > 0) {
-				if (stopped(&set, 0.05) == 1)
+		if (!no_record && since_record >= o->interval_s) {
+			since_record = 0;
+			int w = keep_record(&k);
+			if (w == RECORD_RETRY) {
+				if (stopped(&k.set, 0.05) == 1)
 					return 0;
-				retrying = 1;
+				k.retrying = 1;
 				since_record = INFINITY;
 				continue;
 			}
-			if (!failing || o->once)
-				fprintf(stderr, "nanoclock daemon: record not written: %s%s%s\n", why,
-					e ? ": " : "", e ? strerror(e) : "");
-			failing = 1;
+			k.retrying = k.hup = 0;
 			if (o->once)
-				return 1;
-		} else {
-			failing = settle = 0;
-			double ppm = nc_ticks_per_second_uncertainty_ppm();
-			nc_get_shared_status(&st);
-			/* a line when the uncertainty has halved (a handful a day)
-			 * and for each SIGHUP (the library may also rewrite its
-			 * record when its own measurement is four times as
-			 * certain: the line tells which write the signal made) */
-			if (o->once || hup || st.ppm <= said_ppm / 2) {
-				printf("nanoclock daemon: %swrote %s generation %llu: %.6f MHz +-%.3g ppm "
-				       "(baseline %.3g s, measured here); in use here +-%.3g ppm\n",
-				       hup ? "SIGHUP: " : "", o->record, (unsigned long long)st.generation,
-				       st.hz / 1e6, st.ppm, st.baseline_s, ppm);
-				fflush(stdout);
-				said_ppm = st.ppm;
-			}
+				return w;
 		}
-		retrying = hup = 0;
-		if (o->once)
-			return 0;
-	wait:;
-		int w = stopped(&set, step_s);
+		int w = stopped(&k.set, step_s);
 		if (w == 1)
 			return 0;
-		hup = w == 2;
+		k.hup = w == 2;
 	}
 }
 

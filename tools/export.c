@@ -49,6 +49,68 @@ static int cmp_span(const void *a, const void *b)
  * several machines); per machine, sorted by earliest end with a running
  * maximum of the latest, an interval [E, L] overlaps one of that machine's
  * iff the largest latest among those with earliest <= L is >= E. */
+struct spans {
+	struct span *all;    /* each event's UTC interval, in the merge's order */
+	unsigned char *host; /* ... and its machine */
+	uint64_t n;
+	uint64_t count[256]; /* events per machine */
+};
+
+/* The first pass over the merge: every event's interval and machine.  0
+ * or an error; what was allocated is in *s either way. */
+static int collect_spans(const struct nc_export *x, const unsigned *host, struct spans *s)
+{
+	struct nc_trace_merge *m;
+	int rc = nc_trace_merge_open(&m, x->r, x->n);
+	if (rc)
+		return rc;
+	uint64_t cap = x->total ? x->total : 1;
+	s->all = malloc(cap * sizeof(*s->all));
+	s->host = malloc(cap);
+	rc = s->all && s->host ? 0 : NC_TRACE_ENOMEM;
+	struct nc_trace_rec e;
+	while (!rc && nc_trace_merge_next(m, &e)) {
+		if (s->n == cap) { /* more events than the files' totals said */
+			struct span *a2 = realloc(s->all, 2 * cap * sizeof(*s->all));
+			unsigned char *h2 = a2 ? realloc(s->host, 2 * cap) : NULL;
+			if (a2)
+				s->all = a2;
+			if (!h2) {
+				rc = NC_TRACE_ENOMEM;
+				break;
+			}
+			s->host = h2;
+			cap *= 2;
+		}
+		struct nc_utc u;
+		nc_trace_read_utc(x->r[e.file], e.ticks, &u);
+		s->all[s->n].e = u.earliest_ns; /* INT64_MIN..MAX when unknown */
+		s->all[s->n].l = u.latest_ns;
+		s->host[s->n] = (unsigned char)host[e.file];
+		s->count[s->host[s->n]]++;
+		s->n++;
+	}
+	if (!rc)
+		rc = nc_trace_merge_error(m);
+	nc_trace_merge_close(m);
+	return rc;
+}
+
+/* Does one of a machine's intervals (sorted, l a running maximum) overlap
+ * sp?  The last with earliest <= sp's latest reaches sp's earliest. */
+static int overlaps(const struct span *per, uint64_t count, struct span sp)
+{
+	uint64_t lo = 0, hi = count;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (per[mid].e <= sp.l)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && per[lo - 1].l >= sp.e;
+}
+
 static int mark_concurrent(struct nc_export *x)
 {
 	unsigned host[256], hosts = 0;
@@ -62,88 +124,43 @@ static int mark_concurrent(struct nc_export *x)
 		return NC_EINVAL; /* the tool takes at most 256 */
 	if (hosts < 2)
 		return 0;
-	struct nc_trace_merge *m;
-	int rc = nc_trace_merge_open(&m, x->r, x->n);
-	if (rc)
-		return rc;
-	uint64_t cap = x->total ? x->total : 1, n = 0;
-	struct span *all = malloc(cap * sizeof(*all));
-	unsigned char *hv = malloc(cap);
-	uint64_t count[256] = {0};
+	struct spans s = {0};
+	int rc = collect_spans(x, host, &s);
 	struct span *per[256] = {0};
-	rc = all && hv ? 0 : NC_TRACE_ENOMEM;
-	struct nc_trace_rec e;
-	while (!rc && nc_trace_merge_next(m, &e)) {
-		if (n == cap) { /* more events than the files' totals said */
-			struct span *a2 = realloc(all, 2 * cap * sizeof(*all));
-			unsigned char *h2 = a2 ? realloc(hv, 2 * cap) : NULL;
-			if (a2)
-				all = a2;
-			if (!h2) {
-				rc = NC_TRACE_ENOMEM;
-				break;
-			}
-			hv = h2;
-			cap *= 2;
-		}
-		struct nc_utc u;
-		nc_trace_read_utc(x->r[e.file], e.ticks, &u);
-		all[n].e = u.earliest_ns; /* INT64_MIN..MAX when unknown */
-		all[n].l = u.latest_ns;
-		hv[n] = (unsigned char)host[e.file];
-		count[hv[n]]++;
-		n++;
-	}
-	if (!rc)
-		rc = nc_trace_merge_error(m);
-	nc_trace_merge_close(m);
 	for (unsigned h = 0; !rc && h < 256; h++) {
-		if (!count[h])
+		if (!s.count[h])
 			continue;
-		per[h] = malloc(count[h] * sizeof(*per[h]));
+		per[h] = malloc(s.count[h] * sizeof(*per[h]));
 		if (!per[h])
 			rc = NC_TRACE_ENOMEM;
 	}
 	if (!rc) {
 		uint64_t k[256] = {0};
-		for (uint64_t i = 0; i < n; i++)
-			per[hv[i]][k[hv[i]]++] = all[i];
+		for (uint64_t i = 0; i < s.n; i++)
+			per[s.host[i]][k[s.host[i]]++] = s.all[i];
 		for (unsigned h = 0; h < 256; h++) {
-			if (!count[h])
+			if (!s.count[h])
 				continue;
-			qsort(per[h], count[h], sizeof(*per[h]), cmp_span);
-			for (uint64_t i = 1; i < count[h]; i++) /* l: running maximum */
+			qsort(per[h], s.count[h], sizeof(*per[h]), cmp_span);
+			for (uint64_t i = 1; i < s.count[h]; i++) /* l: running maximum */
 				if (per[h][i].l < per[h][i - 1].l)
 					per[h][i].l = per[h][i - 1].l;
 		}
-		x->conc = calloc(n / 8 + 1, 1);
+		x->conc = calloc(s.n / 8 + 1, 1);
 		if (!x->conc)
 			rc = NC_TRACE_ENOMEM;
 	}
-	for (uint64_t i = 0; !rc && i < n; i++) {
-		for (unsigned h = 0; h < 256; h++) {
-			if (!count[h] || h == hv[i])
-				continue;
-			/* the last of machine h with earliest <= this latest */
-			uint64_t lo = 0, hi = count[h];
-			while (lo < hi) {
-				uint64_t mid = lo + (hi - lo) / 2;
-				if (per[h][mid].e <= all[i].l)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			if (lo && per[h][lo - 1].l >= all[i].e) {
+	for (uint64_t i = 0; !rc && i < s.n; i++)
+		for (unsigned h = 0; h < 256; h++)
+			if (s.count[h] && h != s.host[i] && overlaps(per[h], s.count[h], s.all[i])) {
 				x->conc[i / 8] |= (uint8_t)(1u << (i % 8));
 				x->nconc++;
 				break;
 			}
-		}
-	}
 	for (unsigned h = 0; h < 256; h++)
 		free(per[h]);
-	free(all);
-	free(hv);
+	free(s.all);
+	free(s.host);
 	return rc;
 }
 

@@ -71,12 +71,13 @@ int nc_export_chrome_is_ours(const unsigned char *head, size_t n)
 	return n >= sizeof(HEAD) - 1 && !memcmp(head, HEAD, sizeof(HEAD) - 1);
 }
 
-int nc_export_chrome(FILE *f, struct nc_export *x)
+/* The time origin: the earliest event (mono for one file, Unix time
+ * across files); *origin_unix, its Unix time */
+static int64_t time_origin(const struct nc_export *x, int64_t *origin_unix)
 {
-	/* the time origin: the earliest event (mono for one file, Unix time
-	 * across files) */
 	int have = 0;
-	int64_t origin = 0, origin_unix = 0;
+	int64_t origin = 0;
+	*origin_unix = 0;
 	for (unsigned i = 0; i < x->n; i++) {
 		struct nc_trace_info in;
 		nc_trace_read_info(x->r[i], &in);
@@ -85,23 +86,22 @@ int nc_export_chrome(FILE *f, struct nc_export *x)
 		int64_t o = x->by_unix ? in.first_unix_ns : in.first_mono_ns;
 		if (!have || o < origin) {
 			origin = o;
-			origin_unix = in.first_unix_ns;
+			*origin_unix = in.first_unix_ns;
 		}
 		have = 1;
 	}
-	fprintf(f, HEAD "%s\", \"time_origin_unix_ns\": %" PRId64 ", \"timebase\": \"%s\",\n  \"clocks\": [",
-		nc_version(), origin_unix, x->by_unix ? "unix" : "CLOCK_MONOTONIC_RAW");
-	for (unsigned i = 0; i < x->n; i++)
-		clock_record(f, x, i);
-	fprintf(f, "]},\n \"traceEvents\": [");
-	int first = 1;
+	return origin;
+}
+
+/* The metadata records: each file a process, its threads named */
+static void name_records(FILE *f, const struct nc_export *x)
+{
 	for (unsigned i = 0; i < x->n; i++) {
 		struct nc_trace_info in;
 		nc_trace_read_info(x->r[i], &in);
 		fprintf(f, "%s\n  {\"ph\": \"M\", \"cat\": \"__metadata\", \"name\": \"process_name\", "
 			   "\"pid\": %u, \"tid\": 0, \"ts\": 0, \"args\": {\"name\": ",
-			first ? "" : ",", i + 1);
-		first = 0;
+			i ? "," : "", i + 1);
 		char pn[160];
 		snprintf(pn, sizeof(pn), "%s: pid %u on %s", x->names ? x->names[i] : "trace", in.pid,
 			 in.host[0] ? in.host : "?");
@@ -121,45 +121,64 @@ int nc_export_chrome(FILE *f, struct nc_export *x)
 			fprintf(f, "}}");
 		}
 	}
+}
+
+/* One event's record (first: no comma before it) */
+static void event_record(FILE *f, const struct nc_export *x, const struct nc_trace_rec *e,
+			 int64_t origin, int first)
+{
 	static const char ph[] = {'i', 'B', 'E', 'C'};
 	char nb[32];
+	const char *nm = nc_export_ev_name(x, e->file, e->id, nb, sizeof(nb));
+	fprintf(f, "%s\n  {\"ph\": \"%c\", \"name\": ", first ? "" : ",",
+		e->kind < 4 ? ph[e->kind] : 'i');
+	nc_export_jstr(f, nm);
+	fprintf(f, ", \"cat\": \"nanoclock\", \"pid\": %u, \"tid\": %u, \"ts\": ", e->file + 1,
+		e->thread + 1);
+	rel_us(f, x->by_unix ? e->unix_ns : e->mono_ns, origin);
+	if (e->kind == NC_TRACE_COUNTER) {
+		fprintf(f, ", \"args\": {");
+		nc_export_jstr(f, nm);
+		fprintf(f, ": %" PRIu64 "}}", e->arg);
+		return;
+	}
+	if (e->kind == NC_TRACE_INSTANT || e->kind >= 4)
+		fprintf(f, ", \"s\": \"t\"");
+	/* an end's keys differ from its begin's: merged into one slice,
+	 * both sets stay */
+	const char *p = e->kind == NC_TRACE_END ? "end_" : "";
+	fprintf(f, ", \"args\": {\"%sarg\": %" PRIu64 ", \"%sseq\": %" PRIu64
+		   ", \"%sticks\": %" PRIu64 ", \"%sunix_ns\": %" PRId64,
+		p, e->arg, p, e->seq, p, e->ticks, p, e->unix_ns);
+	if (e->gseq != UINT64_MAX)
+		fprintf(f, ", \"%sgseq\": %" PRIu64, p, e->gseq);
+	if (e->cpu_ns >= 0)
+		fprintf(f, ", \"%scpu_ns\": %" PRId64, p, e->cpu_ns);
+	/* the UTC interval (a counter's args are its series: not there) */
+	const struct nc_utc *u = &x->utc;
+	if (u->status == NC_UTC_SYNCHRONISED || u->status == NC_UTC_FREE_RUNNING)
+		fprintf(f, ", \"%sutc_earliest_ns\": %" PRId64 ", \"%sutc_latest_ns\": %" PRId64, p,
+			u->earliest_ns, p, u->latest_ns);
+	fprintf(f, ", \"%sutc_status\": \"%s\"", p, nc_utc_status_name(u->status));
+	if (x->hosts > 1)
+		fprintf(f, ", \"%sconcurrent\": %s", p, x->concurrent ? "true" : "false");
+	fprintf(f, "}}");
+}
+
+int nc_export_chrome(FILE *f, struct nc_export *x)
+{
+	int64_t origin_unix, origin = time_origin(x, &origin_unix);
+	fprintf(f, HEAD "%s\", \"time_origin_unix_ns\": %" PRId64 ", \"timebase\": \"%s\",\n  \"clocks\": [",
+		nc_version(), origin_unix, x->by_unix ? "unix" : "CLOCK_MONOTONIC_RAW");
+	for (unsigned i = 0; i < x->n; i++)
+		clock_record(f, x, i);
+	fprintf(f, "]},\n \"traceEvents\": [");
+	name_records(f, x);
+	int first = x->n == 0;
 	struct nc_trace_rec e;
 	while (nc_export_next(x, &e)) {
-		const char *nm = nc_export_ev_name(x, e.file, e.id, nb, sizeof(nb));
-		fprintf(f, "%s\n  {\"ph\": \"%c\", \"name\": ", first ? "" : ",",
-			e.kind < 4 ? ph[e.kind] : 'i');
+		event_record(f, x, &e, origin, first);
 		first = 0;
-		nc_export_jstr(f, nm);
-		fprintf(f, ", \"cat\": \"nanoclock\", \"pid\": %u, \"tid\": %u, \"ts\": ", e.file + 1,
-			e.thread + 1);
-		rel_us(f, x->by_unix ? e.unix_ns : e.mono_ns, origin);
-		if (e.kind == NC_TRACE_COUNTER) {
-			fprintf(f, ", \"args\": {");
-			nc_export_jstr(f, nm);
-			fprintf(f, ": %" PRIu64 "}}", e.arg);
-			continue;
-		}
-		if (e.kind == NC_TRACE_INSTANT || e.kind >= 4)
-			fprintf(f, ", \"s\": \"t\"");
-		/* an end's keys differ from its begin's: merged into one slice,
-		 * both sets stay */
-		const char *p = e.kind == NC_TRACE_END ? "end_" : "";
-		fprintf(f, ", \"args\": {\"%sarg\": %" PRIu64 ", \"%sseq\": %" PRIu64
-			   ", \"%sticks\": %" PRIu64 ", \"%sunix_ns\": %" PRId64,
-			p, e.arg, p, e.seq, p, e.ticks, p, e.unix_ns);
-		if (e.gseq != UINT64_MAX)
-			fprintf(f, ", \"%sgseq\": %" PRIu64, p, e.gseq);
-		if (e.cpu_ns >= 0)
-			fprintf(f, ", \"%scpu_ns\": %" PRId64, p, e.cpu_ns);
-		/* the UTC interval (a counter's args are its series: not there) */
-		const struct nc_utc *u = &x->utc;
-		if (u->status == NC_UTC_SYNCHRONISED || u->status == NC_UTC_FREE_RUNNING)
-			fprintf(f, ", \"%sutc_earliest_ns\": %" PRId64 ", \"%sutc_latest_ns\": %" PRId64,
-				p, u->earliest_ns, p, u->latest_ns);
-		fprintf(f, ", \"%sutc_status\": \"%s\"", p, nc_utc_status_name(u->status));
-		if (x->hosts > 1)
-			fprintf(f, ", \"%sconcurrent\": %s", p, x->concurrent ? "true" : "false");
-		fprintf(f, "}}");
 	}
 	fprintf(f, "\n]}\n");
 	return 0;

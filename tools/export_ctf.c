@@ -286,6 +286,86 @@ static double file_error_ns(const struct nc_trace_info *in)
 	return (isfinite(in->tie_error_ns) ? fabs(in->tie_error_ns) : 0) + ppm * 1e-6 * span + 1;
 }
 
+/* The clock's precision: the largest error from CLOCK_REALTIME of the
+ * files (capped at 1e15 ns) in *err; 1 where every file had a bound on
+ * UTC (the clock is absolute), else 0 */
+static int clock_bound(const struct nc_export *x, double *err)
+{
+	*err = 0;
+	int absolute = 1;
+	for (unsigned i = 0; i < x->n; i++) {
+		struct nc_trace_info in;
+		nc_trace_read_info(x->r[i], &in);
+		double e = file_error_ns(&in);
+		if (!(e <= 1e15))
+			e = 1e15;
+		if (e > *err)
+			*err = e;
+		if (!(in.utc_error_ns >= 0))
+			absolute = 0;
+	}
+	return absolute;
+}
+
+/* File i's part of the env block: what it was recorded with */
+static void env_file(FILE *f, const struct nc_export *x, unsigned i)
+{
+	struct nc_trace_info in;
+	nc_trace_read_info(x->r[i], &in);
+	char b[64];
+	env_str(f, i, "path", x->names ? x->names[i] : "trace");
+	env_str(f, i, "host", in.host);
+	fprintf(f, "\tfile%u_pid = %u;\n", i, in.pid);
+	env_str(f, i, "counter", in.counter);
+	env_num(f, i, "hz", in.hz, "%.3f");
+	env_num(f, i, "hz_ppm", in.hz_ppm, "%.6g");
+	env_num(f, i, "hz_final", in.hz_final > 0 ? in.hz_final : NAN, "%.3f");
+	env_num(f, i, "hz_final_ppm", in.hz_final > 0 ? in.hz_final_ppm : NAN, "%.6g");
+	snprintf(b, sizeof(b), "%" PRIu64, in.tie_ticks);
+	env_str(f, i, "unix_tie_ticks", b);
+	snprintf(b, sizeof(b), "%" PRId64, in.tie_unix_ns);
+	env_str(f, i, "unix_tie_ns", b);
+	env_num(f, i, "unix_tie_error_ns", in.tie_error_ns, "%.1f");
+	env_num(f, i, "utc_error_ns", in.utc_error_ns >= 0 ? in.utc_error_ns : NAN, "%.0f");
+	env_str(f, i, "utc_synchronised",
+		in.synchronised == 1 ? "yes" : in.synchronised == 0 ? "no" : "unknown");
+	env_str(f, i, "cross_cpu", verdict_name(in.sync_verdict));
+	snprintf(b, sizeof(b), "%" PRIu64, in.sync_max_shift_ticks);
+	env_str(f, i, "cross_cpu_max_shift_ticks", b);
+	fprintf(f, "\tfile%u_anchors = %" PRIu64 ";\n", i, in.anchors);
+	env_num(f, i, "max_anchor_halfwidth_ns", in.max_anchor_halfwidth_ns, "%.1f");
+	env_num(f, i, "error_vs_realtime_ns", file_error_ns(&in), "%.1f");
+	for (unsigned k = 0; k < in.threads; k++) {
+		struct nc_trace_thread_info t;
+		nc_trace_read_thread(x->r[i], k, &t);
+		char key[48];
+		snprintf(key, sizeof(key), "thread%u_name", k);
+		env_str(f, i, key, t.name);
+	}
+}
+
+/* The stream's packet and event headers, and the four event classes */
+static void write_streams(FILE *f)
+{
+	fprintf(f, "stream {\n\tid = 0;\n\tpacket.context := struct {\n"
+		   "\t\tuint64_clock_t timestamp_begin;\n\t\tuint64_clock_t timestamp_end;\n"
+		   "\t\tuint64_t content_size;\n\t\tuint64_t packet_size;\n\t\tuint64_t packet_seq_num;\n"
+		   "\t\tuint64_t events_discarded;\n\t\tuint32_t file;\n\t\tuint32_t thread;\n"
+		   "\t\tint64_t tid;\n\t\tuint32_t pid;\n\t};\n"
+		   "\tevent.header := struct {\n\t\tuint16_t id;\n\t\tuint64_clock_t timestamp;\n\t};\n};\n");
+	static const char *const cls[] = {"instant", "begin", "end", "counter"};
+	for (int k = 0; k < 4; k++)
+		fprintf(f, "\nevent {\n\tname = \"nanoclock:%s\";\n\tid = %d;\n\tstream_id = 0;\n"
+			   "\tfields := struct {\n\t\tuint16_t event_id;\n\t\tstring event_name;\n"
+			   "\t\tuint64_t %s;\n\t\tuint64_t seq;\n\t\tuint64_t ticks;\n\t\tint64_t mono_ns;\n"
+			   "\t\tuint64_t gseq;\n\t\tint64_t cpu_ns;\n"
+			   "\t\tint64_t utc_earliest_ns;\n\t\tint64_t utc_latest_ns;\n"
+			   "\t\tenum : uint8_t { unknown = 0, synchronised = 1, free_running = 2, "
+			   "disrupted = 3 } utc_status;\n"
+			   "\t\tuint8_t concurrent;\n\t};\n};\n",
+			cls[k], k, k == 3 ? "value" : "arg");
+}
+
 static int write_metadata(struct ctf *c, const struct nc_export *x)
 {
 	int fd = openat(c->dirfd, "metadata", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -298,19 +378,8 @@ static int write_metadata(struct ctf *c, const struct nc_export *x)
 	}
 	char u[40];
 	uuid_text(u, c->uuid);
-	double err = 0;
-	int absolute = 1;
-	for (unsigned i = 0; i < x->n; i++) {
-		struct nc_trace_info in;
-		nc_trace_read_info(x->r[i], &in);
-		double e = file_error_ns(&in);
-		if (!(e <= 1e15))
-			e = 1e15;
-		if (e > err)
-			err = e;
-		if (!(in.utc_error_ns >= 0))
-			absolute = 0;
-	}
+	double err;
+	int absolute = clock_bound(x, &err);
 	fprintf(f, "/* CTF 1.8 */\n\n"
 		   "typealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n"
 		   "typealias integer { size = 16; align = 8; signed = false; } := uint16_t;\n"
@@ -333,40 +402,8 @@ static int write_metadata(struct ctf *c, const struct nc_export *x)
 		   "\tnanoclock_clock = \"Unix ns as nanoclock converts each event: its counter value "
 		   "interpolated between sync records bracketing CLOCK_REALTIME\";\n",
 		host, nc_version(), x->n, c->written, c->held);
-	for (unsigned i = 0; i < x->n; i++) {
-		struct nc_trace_info in;
-		nc_trace_read_info(x->r[i], &in);
-		char b[64];
-		env_str(f, i, "path", x->names ? x->names[i] : "trace");
-		env_str(f, i, "host", in.host);
-		fprintf(f, "\tfile%u_pid = %u;\n", i, in.pid);
-		env_str(f, i, "counter", in.counter);
-		env_num(f, i, "hz", in.hz, "%.3f");
-		env_num(f, i, "hz_ppm", in.hz_ppm, "%.6g");
-		env_num(f, i, "hz_final", in.hz_final > 0 ? in.hz_final : NAN, "%.3f");
-		env_num(f, i, "hz_final_ppm", in.hz_final > 0 ? in.hz_final_ppm : NAN, "%.6g");
-		snprintf(b, sizeof(b), "%" PRIu64, in.tie_ticks);
-		env_str(f, i, "unix_tie_ticks", b);
-		snprintf(b, sizeof(b), "%" PRId64, in.tie_unix_ns);
-		env_str(f, i, "unix_tie_ns", b);
-		env_num(f, i, "unix_tie_error_ns", in.tie_error_ns, "%.1f");
-		env_num(f, i, "utc_error_ns", in.utc_error_ns >= 0 ? in.utc_error_ns : NAN, "%.0f");
-		env_str(f, i, "utc_synchronised",
-			in.synchronised == 1 ? "yes" : in.synchronised == 0 ? "no" : "unknown");
-		env_str(f, i, "cross_cpu", verdict_name(in.sync_verdict));
-		snprintf(b, sizeof(b), "%" PRIu64, in.sync_max_shift_ticks);
-		env_str(f, i, "cross_cpu_max_shift_ticks", b);
-		fprintf(f, "\tfile%u_anchors = %" PRIu64 ";\n", i, in.anchors);
-		env_num(f, i, "max_anchor_halfwidth_ns", in.max_anchor_halfwidth_ns, "%.1f");
-		env_num(f, i, "error_vs_realtime_ns", file_error_ns(&in), "%.1f");
-		for (unsigned k = 0; k < in.threads; k++) {
-			struct nc_trace_thread_info t;
-			nc_trace_read_thread(x->r[i], k, &t);
-			char key[48];
-			snprintf(key, sizeof(key), "thread%u_name", k);
-			env_str(f, i, key, t.name);
-		}
-	}
+	for (unsigned i = 0; i < x->n; i++)
+		env_file(f, x, i);
 	fprintf(f, "};\n\n");
 	fprintf(f, "clock {\n\tname = nanoclock_unix;\n\tuuid = \"%s\";\n"
 		   "\tdescription = \"Unix time as nanoclock converts it (counter interpolated between "
@@ -375,23 +412,7 @@ static int write_metadata(struct ctf *c, const struct nc_export *x)
 		   "\tabsolute = %s;\n};\n\n",
 		u, absolute ? ", which had a bound on its error from UTC" : "", ceil(err),
 		absolute ? "TRUE" : "FALSE");
-	fprintf(f, "stream {\n\tid = 0;\n\tpacket.context := struct {\n"
-		   "\t\tuint64_clock_t timestamp_begin;\n\t\tuint64_clock_t timestamp_end;\n"
-		   "\t\tuint64_t content_size;\n\t\tuint64_t packet_size;\n\t\tuint64_t packet_seq_num;\n"
-		   "\t\tuint64_t events_discarded;\n\t\tuint32_t file;\n\t\tuint32_t thread;\n"
-		   "\t\tint64_t tid;\n\t\tuint32_t pid;\n\t};\n"
-		   "\tevent.header := struct {\n\t\tuint16_t id;\n\t\tuint64_clock_t timestamp;\n\t};\n};\n");
-	static const char *const cls[] = {"instant", "begin", "end", "counter"};
-	for (int k = 0; k < 4; k++)
-		fprintf(f, "\nevent {\n\tname = \"nanoclock:%s\";\n\tid = %d;\n\tstream_id = 0;\n"
-			   "\tfields := struct {\n\t\tuint16_t event_id;\n\t\tstring event_name;\n"
-			   "\t\tuint64_t %s;\n\t\tuint64_t seq;\n\t\tuint64_t ticks;\n\t\tint64_t mono_ns;\n"
-			   "\t\tuint64_t gseq;\n\t\tint64_t cpu_ns;\n"
-			   "\t\tint64_t utc_earliest_ns;\n\t\tint64_t utc_latest_ns;\n"
-			   "\t\tenum : uint8_t { unknown = 0, synchronised = 1, free_running = 2, "
-			   "disrupted = 3 } utc_status;\n"
-			   "\t\tuint8_t concurrent;\n\t};\n};\n",
-			cls[k], k, k == 3 ? "value" : "arg");
+	write_streams(f);
 	int bad = ferror(f);
 	if (fclose(f) != 0 || bad) {
 		set_err(c, "metadata");

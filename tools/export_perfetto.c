@@ -6,7 +6,7 @@
  * (protos/perfetto/trace/: trace_packet.proto, clock_snapshot.proto,
  * track_event/track_event.proto, track_descriptor.proto, process_ and
  * thread_descriptor.proto, debug_annotation.proto, interned_data/); the tests
- * decode the output with protoc against tests/perfetto/nanoclock.proto.
+ * decode the output with protoc against tests/perfetto/nanoclock_perfetto.proto.
  *
  * One packet sequence per file (trusted_packet_sequence_id = file + 1):
  *   - a first packet clears incremental state, interns the argument names
@@ -272,6 +272,103 @@ static void annotation(struct pb *te, unsigned iid, int is_signed, uint64_t v)
 	msg(te, TE_ANNOTATIONS, &a);
 }
 
+/* A begin's, an end's or an instant's annotations: the event's own
+ * fields (from b: an end's names follow a begin's), the UTC bound, and
+ * where machines were merged whether it is concurrent with another's */
+static void annotations(struct pb *te, const struct nc_export *x, const struct nc_trace_rec *e,
+			unsigned b)
+{
+	annotation(te, b, 0, e->arg);
+	annotation(te, b + 1, 0, e->seq);
+	annotation(te, b + 2, 0, e->ticks);
+	annotation(te, b + 3, 1, (uint64_t)e->unix_ns);
+	if (e->gseq != UINT64_MAX)
+		annotation(te, b + 4, 0, e->gseq);
+	if (e->cpu_ns >= 0)
+		annotation(te, b + 5, 1, (uint64_t)e->cpu_ns);
+	const struct nc_utc *u = &x->utc;
+	if (u->status == NC_UTC_SYNCHRONISED || u->status == NC_UTC_FREE_RUNNING) {
+		annotation(te, b + 6, 1, (uint64_t)u->earliest_ns);
+		annotation(te, b + 7, 1, (uint64_t)u->latest_ns);
+	}
+	struct pb a = {.n = 0};
+	u64(&a, DA_NAME_IID, b + 8);
+	str(&a, DA_STRING, nc_utc_status_name(u->status));
+	msg(te, TE_ANNOTATIONS, &a);
+	if (x->hosts > 1) {
+		a.n = 0;
+		u64(&a, DA_NAME_IID, b + 9);
+		u64(&a, DA_BOOL, (uint64_t)x->concurrent);
+		msg(te, TE_ANNOTATIONS, &a);
+	}
+}
+
+/* One event as its packet, after the packets it needs first (a counter's
+ * track, the clocks where the Unix offset moved): 0 or NC_TRACE_ENOMEM */
+static int event_packet(FILE *f, struct nc_export *x, const struct nc_trace_rec *e,
+			struct seq_state *s, struct counters *ctr)
+{
+	char nb[32], clean[64];
+	const char *nm = nc_export_ev_name(x, e->file, e->id, nb, sizeof(nb));
+	nc_export_clean(clean, sizeof(clean), nm);
+	struct pb p = {.n = 0}, te = {.n = 0};
+	unsigned type = e->kind == NC_TRACE_BEGIN	? TYPE_BEGIN
+			: e->kind == NC_TRACE_END	? TYPE_END
+			: e->kind == NC_TRACE_COUNTER ? TYPE_COUNTER
+						      : TYPE_INSTANT;
+	uint64_t track = thread_uuid(e->file, e->thread);
+	if (type == TYPE_COUNTER) {
+		track = counter_uuid(e->file, e->thread, e->id);
+		int seen = counter_seen(ctr, track);
+		if (seen < 0)
+			return NC_TRACE_ENOMEM;
+		if (!seen) {
+			struct pb td = {.n = 0}, cd = {.n = 0};
+			u64(&td, TD_UUID, track);
+			u64(&td, TD_PARENT, thread_uuid(e->file, e->thread));
+			str(&td, TD_NAME, clean);
+			msg(&td, TD_COUNTER, &cd);
+			u64(&p, TP_SEQ_ID, e->file + 1);
+			msg(&p, TP_TRACK_DESCRIPTOR, &td);
+			emit(f, &p);
+			p.n = 0;
+		}
+	}
+	/* the clocks again where nanoclock's Unix offset moved */
+	int64_t off = (int64_t)((uint64_t)e->unix_ns - (uint64_t)e->mono_ns);
+	if (off != s->off) {
+		u64(&p, TP_SEQ_ID, e->file + 1);
+		snapshot(&p, e->mono_ns, e->unix_ns);
+		emit(f, &p);
+		p.n = 0;
+		s->off = off;
+	}
+	u64(&p, TP_TIMESTAMP, clamp_ns(e->mono_ns));
+	u64(&p, TP_CLOCK_ID, CLOCK_NANOCLOCK);
+	u64(&p, TP_SEQ_ID, e->file + 1);
+	u64(&p, TP_SEQ_FLAGS, SEQ_NEEDS_STATE);
+	u64(&te, TE_TYPE, type);
+	u64(&te, TE_TRACK, track);
+	if (type == TYPE_COUNTER) {
+		u64(&te, TE_COUNTER, e->arg); /* int64 on the wire: two's complement */
+	} else {
+		if (type != TYPE_END) {
+			if (!(s->named[e->id / 8] & (1u << (e->id % 8)))) {
+				struct pb id = {.n = 0}, en = {.n = 0};
+				u64(&en, IN_IID, (uint64_t)e->id + 1);
+				str(&en, IN_NAME, clean);
+				msg(&id, ID_EVENT_NAMES, &en);
+				msg(&p, TP_INTERNED, &id);
+				s->named[e->id / 8] |= (unsigned char)(1u << (e->id % 8));
+			}
+			u64(&te, TE_NAME_IID, (uint64_t)e->id + 1);
+		}
+		annotations(&te, x, e, type == TYPE_END ? NARGS + 1 : 1);
+	}
+	msg(&p, TP_TRACK_EVENT, &te);
+	return emit(f, &p) ? NC_TRACE_ENOMEM : 0;
+}
+
 int nc_export_perfetto(FILE *f, struct nc_export *x)
 {
 	struct seq_state *seq = calloc(x->n ? x->n : 1, sizeof(*seq));
@@ -280,95 +377,9 @@ int nc_export_perfetto(FILE *f, struct nc_export *x)
 	for (unsigned i = 0; i < x->n && !rc; i++)
 		if (sequence_start(f, x, i, &seq[i]))
 			rc = NC_TRACE_ENOMEM;
-	char nb[32], clean[64];
 	struct nc_trace_rec e;
-	while (!rc && nc_export_next(x, &e)) {
-		struct seq_state *s = &seq[e.file];
-		const char *nm = nc_export_ev_name(x, e.file, e.id, nb, sizeof(nb));
-		nc_export_clean(clean, sizeof(clean), nm);
-		struct pb p = {.n = 0}, te = {.n = 0};
-		unsigned type = e.kind == NC_TRACE_BEGIN	 ? TYPE_BEGIN
-				: e.kind == NC_TRACE_END	 ? TYPE_END
-				: e.kind == NC_TRACE_COUNTER ? TYPE_COUNTER
-							     : TYPE_INSTANT;
-		uint64_t track = thread_uuid(e.file, e.thread);
-		if (type == TYPE_COUNTER) {
-			track = counter_uuid(e.file, e.thread, e.id);
-			int seen = counter_seen(&ctr, track);
-			if (seen < 0) {
-				rc = NC_TRACE_ENOMEM;
-				break;
-			}
-			if (!seen) {
-				struct pb td = {.n = 0}, cd = {.n = 0};
-				u64(&td, TD_UUID, track);
-				u64(&td, TD_PARENT, thread_uuid(e.file, e.thread));
-				str(&td, TD_NAME, clean);
-				msg(&td, TD_COUNTER, &cd);
-				u64(&p, TP_SEQ_ID, e.file + 1);
-				msg(&p, TP_TRACK_DESCRIPTOR, &td);
-				emit(f, &p);
-				p.n = 0;
-			}
-		}
-		/* the clocks again where nanoclock's Unix offset moved */
-		int64_t off = (int64_t)((uint64_t)e.unix_ns - (uint64_t)e.mono_ns);
-		if (off != s->off) {
-			u64(&p, TP_SEQ_ID, e.file + 1);
-			snapshot(&p, e.mono_ns, e.unix_ns);
-			emit(f, &p);
-			p.n = 0;
-			s->off = off;
-		}
-		u64(&p, TP_TIMESTAMP, clamp_ns(e.mono_ns));
-		u64(&p, TP_CLOCK_ID, CLOCK_NANOCLOCK);
-		u64(&p, TP_SEQ_ID, e.file + 1);
-		u64(&p, TP_SEQ_FLAGS, SEQ_NEEDS_STATE);
-		u64(&te, TE_TYPE, type);
-		u64(&te, TE_TRACK, track);
-		if (type == TYPE_COUNTER) {
-			u64(&te, TE_COUNTER, e.arg); /* int64 on the wire: two's complement */
-		} else {
-			if (type != TYPE_END) {
-				if (!(s->named[e.id / 8] & (1u << (e.id % 8)))) {
-					struct pb id = {.n = 0}, en = {.n = 0};
-					u64(&en, IN_IID, (uint64_t)e.id + 1);
-					str(&en, IN_NAME, clean);
-					msg(&id, ID_EVENT_NAMES, &en);
-					msg(&p, TP_INTERNED, &id);
-					s->named[e.id / 8] |= (unsigned char)(1u << (e.id % 8));
-				}
-				u64(&te, TE_NAME_IID, (uint64_t)e.id + 1);
-			}
-			unsigned b = type == TYPE_END ? NARGS + 1 : 1;
-			annotation(&te, b, 0, e.arg);
-			annotation(&te, b + 1, 0, e.seq);
-			annotation(&te, b + 2, 0, e.ticks);
-			annotation(&te, b + 3, 1, (uint64_t)e.unix_ns);
-			if (e.gseq != UINT64_MAX)
-				annotation(&te, b + 4, 0, e.gseq);
-			if (e.cpu_ns >= 0)
-				annotation(&te, b + 5, 1, (uint64_t)e.cpu_ns);
-			const struct nc_utc *u = &x->utc;
-			if (u->status == NC_UTC_SYNCHRONISED || u->status == NC_UTC_FREE_RUNNING) {
-				annotation(&te, b + 6, 1, (uint64_t)u->earliest_ns);
-				annotation(&te, b + 7, 1, (uint64_t)u->latest_ns);
-			}
-			struct pb a = {.n = 0};
-			u64(&a, DA_NAME_IID, b + 8);
-			str(&a, DA_STRING, nc_utc_status_name(u->status));
-			msg(&te, TE_ANNOTATIONS, &a);
-			if (x->hosts > 1) {
-				a.n = 0;
-				u64(&a, DA_NAME_IID, b + 9);
-				u64(&a, DA_BOOL, (uint64_t)x->concurrent);
-				msg(&te, TE_ANNOTATIONS, &a);
-			}
-		}
-		msg(&p, TP_TRACK_EVENT, &te);
-		if (emit(f, &p))
-			rc = NC_TRACE_ENOMEM;
-	}
+	while (!rc && nc_export_next(x, &e))
+		rc = event_packet(f, x, &e, &seq[e.file], &ctr);
 	free(ctr.slot);
 	free(seq);
 	return rc;

@@ -16,6 +16,7 @@
  * rewinds, a watchdog starts), nothing is replaced.
  */
 #include "out_file.h"
+#include "args.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -313,11 +314,8 @@ static int fd_name(const char *path)
 	const char *n = !strncmp(path, "/dev/fd/", 8)	     ? path + 8
 			: !strncmp(path, "/proc/self/fd/", 14) ? path + 14
 							       : NULL;
-	if (!n || *n < '0' || *n > '9')
-		return -1;
-	char *end;
-	long v = strtol(n, &end, 10);
-	return *end || v > 1 << 20 ? -1 : (int)v;
+	long long v = n ? nc_arg_digits(n) : -1;
+	return v < 0 || v > 1 << 20 ? -1 : (int)v;
 }
 
 static void init(struct nc_out *o, nc_out_ours_fn *ours)

@@ -78,161 +78,128 @@ static const char *verdict_name(int v)
 }
 
 /* ---- stats ---- */
-void nc_trace_print_stats(FILE *f, const struct nc_trace_reader *r, const char *name, int json)
+/* What the threads' counts add up to (hostile totals saturate instead of
+ * wrapping) */
+struct losses {
+	uint64_t dropped, overwritten, nested, late;
+};
+static struct losses losses_of(const struct nc_trace_reader *r, unsigned threads)
 {
-	struct nc_trace_info in;
-	nc_trace_read_info(r, &in);
-	int64_t span = (int64_t)((uint64_t)in.last_mono_ns - (uint64_t)in.first_mono_ns);
-	uint64_t dropped = 0, overwritten = 0, nested = 0, late = 0;
-	for (unsigned i = 0; i < in.threads; i++) {
+	struct losses l = {0, 0, 0, 0};
+	for (unsigned i = 0; i < threads; i++) {
 		struct nc_trace_thread_info t;
 		nc_trace_read_thread(r, i, &t);
-		/* hostile totals saturate instead of wrapping */
-		dropped = sat_add(dropped, t.counts.dropped);
-		overwritten = sat_add(overwritten, t.counts.overwritten);
-		nested = sat_add(nested, t.counts.nested);
-		late = sat_add(late, t.counts.late);
+		l.dropped = sat_add(l.dropped, t.counts.dropped);
+		l.overwritten = sat_add(l.overwritten, t.counts.overwritten);
+		l.nested = sat_add(l.nested, t.counts.nested);
+		l.late = sat_add(l.late, t.counts.late);
 	}
-	char a[64], b[64], c[64];
-	if (json) {
-		fprintf(f, "{\n  \"file\": ");
-		jstr(f, name);
-		fprintf(f, ",\n  \"format\": \"%u.%u\",\n  \"closed\": %s,\n  \"counter\": ",
-			in.version_major, in.version_minor, in.closed ? "true" : "false");
-		jstr(f, in.counter);
-		/* numbers from the file may be NaN or infinite: null in JSON */
-		fprintf(f, ",\n  \"hz\": ");
-		nc_export_jnum(f, "%.6f", in.hz);
-		fprintf(f, ",\n  \"hz_ppm\": ");
-		nc_export_jnum(f, "%.6g", in.hz_ppm);
-		fprintf(f, ",\n  \"hz_final\": ");
-		nc_export_jnum(f, "%.6f", in.hz_final);
-		fprintf(f, ",\n  \"hz_final_ppm\": ");
-		nc_export_jnum(f, "%.6g", in.hz_final_ppm);
-		fprintf(f, ",\n  \"host\": ");
-		jstr(f, in.host);
-		fprintf(f, ",\n  \"pid\": %u,\n  \"mode\": \"%s\",\n  \"cputime\": %s,\n"
-			   "  \"global_seq\": %s,\n",
-			in.pid, in.mode == NC_TRACE_OVERWRITE ? "overwrite" : "drop",
-			(in.flags & NC_TRACE_CPUTIME) ? "true" : "false",
-			(in.flags & NC_TRACE_GSEQ) ? "true" : "false");
-		fprintf(f, "  \"unix_tie_error_ns\": ");
-		nc_export_jnum(f, "%.1f", in.tie_error_ns);
-		fprintf(f, ",\n  \"utc_error_ns\": ");
-		if (in.utc_error_ns >= 0)
-			nc_export_jnum(f, "%.0f", in.utc_error_ns);
-		else
-			fprintf(f, "null");
-		fprintf(f, ",\n  \"cross_cpu\": \"%s\",\n  \"cross_cpu_max_shift_ticks\": %" PRIu64 ",\n",
-			verdict_name(in.sync_verdict), in.sync_max_shift_ticks);
-		fprintf(f, "  \"shared_record\": \"%s\",\n  \"shared_record_path\": ",
-			in.shared == 1 ? "adopted" : in.shared == 2 ? "written" : "none");
-		jstr(f, in.shared_path);
-		fprintf(f, ",\n  \"shared_record_writer_pid\": %u,\n  \"shared_record_generation\": %" PRIu64
-			   ",\n",
-			in.shared_writer_pid, in.shared_generation);
-		fprintf(f, "  \"threads\": %u,\n  \"events\": %" PRIu64 ",\n  \"blocks\": %" PRIu64
-			   ",\n  \"dropped\": %" PRIu64 ",\n  \"dropped_nested\": %" PRIu64
-			   ",\n  \"dropped_late\": %" PRIu64 ",\n  \"overwritten\": %" PRIu64
-			   ",\n  \"sequence_gaps\": %" PRIu64 ",\n  \"events_missing\": %" PRIu64 ",\n",
-			in.threads, in.events, in.blocks_read, dropped, nested, late, overwritten, in.gaps,
-			in.missing);
-		fprintf(f, "  \"first_ticks\": %" PRIu64 ",\n  \"last_ticks\": %" PRIu64
-			   ",\n  \"first_mono_ns\": %" PRId64 ",\n  \"last_mono_ns\": %" PRId64
-			   ",\n  \"first_unix_ns\": %" PRId64 ",\n  \"last_unix_ns\": %" PRId64
-			   ",\n  \"span_ns\": %" PRId64 ",\n",
-			in.first_ticks, in.last_ticks, in.first_mono_ns, in.last_mono_ns, in.first_unix_ns,
-			in.last_unix_ns, in.events ? span : 0);
-		fprintf(f, "  \"stamps\": {\"syncs\": %" PRIu64 ", \"anchors\": %" PRIu64
-			   ", \"anchors_rejected\": %" PRIu64 ", \"max_anchor_halfwidth_ns\": ",
-			in.syncs, in.anchors, in.anchors_rejected);
-		nc_export_jnum(f, "%.1f", in.max_anchor_halfwidth_ns);
-		fprintf(f, ", \"anchor_rate_vs_stated_ppm\": ");
-		nc_export_jnum(f, "%.4f", in.anchor_rate_ppm);
-		fprintf(f, ", \"max_compact_delta_ticks\": %" PRIu64 ", \"backwards\": %" PRIu64 "},\n",
-			in.max_delta_ticks, in.backwards);
-		uint64_t used;
-		char stop[256];
-		int complete = nc_trace_read_complete(r, &used, stop, sizeof(stop));
-		fprintf(f, "  \"complete\": %s,\n  \"bytes_read\": %" PRIu64 ",\n  \"stopped\": ",
-			complete ? "true" : "false", used);
-		if (complete)
-			fprintf(f, "null");
-		else
-			jstr(f, stop);
-		fprintf(f, ",\n");
-		fprintf(f, "  \"per_thread\": [");
-		for (unsigned i = 0; i < in.threads; i++) {
-			struct nc_trace_thread_info t;
-			nc_trace_read_thread(r, i, &t);
-			fprintf(f, "%s\n    {\"thread\": %u, \"name\": ", i ? "," : "", i);
-			jstr(f, t.name);
-			fprintf(f, ", \"tid\": %" PRId64 ", \"events\": %" PRIu64 ", \"blocks\": %" PRIu64
-				   ", \"first_seq\": %" PRIu64 ", \"last_seq\": %" PRIu64
-				   ", \"gaps\": %" PRIu64 ", \"missing\": %" PRIu64 ", \"syncs\": %" PRIu64
-				   ", \"max_compact_delta_ticks\": %" PRIu64 ", \"backwards\": %" PRIu64,
-				t.tid, t.events, t.blocks, t.first_seq, t.last_seq, t.gaps, t.missing,
-				t.syncs, t.max_delta_ticks, t.backwards);
-			if (t.have_counts)
-				fprintf(f, ", \"appended\": %" PRIu64 ", \"dropped\": %" PRIu64
-					   ", \"dropped_nested\": %" PRIu64 ", \"dropped_late\": %" PRIu64
-					   ", \"overwritten\": %" PRIu64,
-					t.counts.events, t.counts.dropped, t.counts.nested, t.counts.late,
-					t.counts.overwritten);
-			fprintf(f, "}");
-		}
-		fprintf(f, "%s]\n}\n", in.threads ? "\n  " : "");
-		return;
+	return l;
+}
+
+static void stats_json_threads(FILE *f, const struct nc_trace_reader *r, unsigned threads)
+{
+	fprintf(f, "  \"per_thread\": [");
+	for (unsigned i = 0; i < threads; i++) {
+		struct nc_trace_thread_info t;
+		nc_trace_read_thread(r, i, &t);
+		fprintf(f, "%s\n    {\"thread\": %u, \"name\": ", i ? "," : "", i);
+		jstr(f, t.name);
+		fprintf(f, ", \"tid\": %" PRId64 ", \"events\": %" PRIu64 ", \"blocks\": %" PRIu64
+			   ", \"first_seq\": %" PRIu64 ", \"last_seq\": %" PRIu64
+			   ", \"gaps\": %" PRIu64 ", \"missing\": %" PRIu64 ", \"syncs\": %" PRIu64
+			   ", \"max_compact_delta_ticks\": %" PRIu64 ", \"backwards\": %" PRIu64,
+			t.tid, t.events, t.blocks, t.first_seq, t.last_seq, t.gaps, t.missing,
+			t.syncs, t.max_delta_ticks, t.backwards);
+		if (t.have_counts)
+			fprintf(f, ", \"appended\": %" PRIu64 ", \"dropped\": %" PRIu64
+				   ", \"dropped_nested\": %" PRIu64 ", \"dropped_late\": %" PRIu64
+				   ", \"overwritten\": %" PRIu64,
+				t.counts.events, t.counts.dropped, t.counts.nested, t.counts.late,
+				t.counts.overwritten);
+		fprintf(f, "}");
 	}
-	fprintf(f, "trace %s: format %u.%u, %s\n", name, in.version_major, in.version_minor,
-		in.closed ? "closed" : "NOT closed (no totals record: the writer did not finish)");
-	fprintf(f, "clock        %s at %.6f MHz ± %.3g ppm", in.counter, in.hz / 1e6, in.hz_ppm);
-	if (in.hz_final > 0)
-		fprintf(f, " (at close %.6f MHz ± %.3g ppm)", in.hz_final / 1e6, in.hz_final_ppm);
-	fprintf(f, "; host %s, pid %u\n", in.host[0] ? in.host : "?", in.pid);
-	fprintf(f, "unix tie     ±%.0f ns to CLOCK_REALTIME; ", in.tie_error_ns);
-	if (in.utc_error_ns >= 0)
-		fprintf(f, "±%.3f ms to UTC", in.utc_error_ns / 1e6);
+	fprintf(f, "%s]", threads ? "\n  " : "");
+}
+
+static void stats_json(FILE *f, const struct nc_trace_reader *r, const char *name,
+		       const struct nc_trace_info *in, const struct losses *l, int64_t span)
+{
+	fprintf(f, "{\n  \"file\": ");
+	jstr(f, name);
+	fprintf(f, ",\n  \"format\": \"%u.%u\",\n  \"closed\": %s,\n  \"counter\": ",
+		in->version_major, in->version_minor, in->closed ? "true" : "false");
+	jstr(f, in->counter);
+	/* numbers from the file may be NaN or infinite: null in JSON */
+	fprintf(f, ",\n  \"hz\": ");
+	nc_export_jnum(f, "%.6f", in->hz);
+	fprintf(f, ",\n  \"hz_ppm\": ");
+	nc_export_jnum(f, "%.6g", in->hz_ppm);
+	fprintf(f, ",\n  \"hz_final\": ");
+	nc_export_jnum(f, "%.6f", in->hz_final);
+	fprintf(f, ",\n  \"hz_final_ppm\": ");
+	nc_export_jnum(f, "%.6g", in->hz_final_ppm);
+	fprintf(f, ",\n  \"host\": ");
+	jstr(f, in->host);
+	fprintf(f, ",\n  \"pid\": %u,\n  \"mode\": \"%s\",\n  \"cputime\": %s,\n"
+		   "  \"global_seq\": %s,\n",
+		in->pid, in->mode == NC_TRACE_OVERWRITE ? "overwrite" : "drop",
+		(in->flags & NC_TRACE_CPUTIME) ? "true" : "false",
+		(in->flags & NC_TRACE_GSEQ) ? "true" : "false");
+	fprintf(f, "  \"unix_tie_error_ns\": ");
+	nc_export_jnum(f, "%.1f", in->tie_error_ns);
+	fprintf(f, ",\n  \"utc_error_ns\": ");
+	if (in->utc_error_ns >= 0)
+		nc_export_jnum(f, "%.0f", in->utc_error_ns);
 	else
-		fprintf(f, "error from UTC unknown");
-	fprintf(f, "; cross-CPU check %s", verdict_name(in.sync_verdict));
-	if (in.sync_verdict >= 0)
-		fprintf(f, " (%u CPUs, max shift %" PRIu64 " ticks)", in.sync_ncpus,
-			in.sync_max_shift_ticks);
-	if (in.shared)
-		fprintf(f, "\nshared rec.  %s %s (writer pid %u, uid %u, generation %" PRIu64
-			   ": %.6f MHz ± %.3g ppm)",
-			in.shared == 1 ? "adopted" : "written", in.shared_path, in.shared_writer_pid,
-			in.shared_writer_uid, in.shared_generation, in.shared_hz / 1e6, in.shared_ppm);
-	else if (in.version_minor >= 1)
-		fprintf(f, "\nshared rec.  none");
-	fprintf(f, "\nrecording    %s mode, %u blocks of %u bytes per thread%s%s\n",
-		in.mode == NC_TRACE_OVERWRITE ? "overwrite" : "drop", in.blocks, in.block_bytes,
-		(in.flags & NC_TRACE_CPUTIME) ? ", thread CPU time per event" : "",
-		(in.flags & NC_TRACE_GSEQ) ? ", global sequence number per event" : "");
-	if (in.events) {
-		secs(a, sizeof(a), span);
-		iso(b, sizeof(b), in.first_unix_ns);
-		iso(c, sizeof(c), in.last_unix_ns);
-		fprintf(f, "time span    %s s: %s .. %s\n", a, b, c);
-	} else {
-		fprintf(f, "time span    (no events)\n");
-	}
-	fprintf(f, "events       %" PRIu64 " in %u threads, %" PRIu64 " blocks; dropped %" PRIu64
-		   " (ring full) + %" PRIu64 " (signal handler nesting) + %" PRIu64
-		   " (after thread end), overwritten %" PRIu64 "\n",
-		in.events, in.threads, in.blocks_read, dropped, nested, late, overwritten);
-	fprintf(f, "sequence     %" PRIu64 " gaps, %" PRIu64 " events missing\n", in.gaps, in.missing);
-	fprintf(f, "stamps       %" PRIu64 " sync records, %" PRIu64 " used as anchors (%" PRIu64
-		   " rejected), widest ±%.0f ns; anchors' rate %+.3f ppm from the stated one\n"
-		   "             largest compact delta %" PRIu64 " ticks (%.4f%% of 2^32); %" PRIu64
-		   " events stamped below their predecessor\n",
-		in.syncs, in.anchors, in.anchors_rejected, in.max_anchor_halfwidth_ns,
-		in.anchor_rate_ppm, in.max_delta_ticks, (double)in.max_delta_ticks / 4294967296.0 * 100,
-		in.backwards);
+		fprintf(f, "null");
+	fprintf(f, ",\n  \"cross_cpu\": \"%s\",\n  \"cross_cpu_max_shift_ticks\": %" PRIu64 ",\n",
+		verdict_name(in->sync_verdict), in->sync_max_shift_ticks);
+	fprintf(f, "  \"shared_record\": \"%s\",\n  \"shared_record_path\": ",
+		in->shared == 1 ? "adopted" : in->shared == 2 ? "written" : "none");
+	jstr(f, in->shared_path);
+	fprintf(f, ",\n  \"shared_record_writer_pid\": %u,\n  \"shared_record_generation\": %" PRIu64
+		   ",\n",
+		in->shared_writer_pid, in->shared_generation);
+	fprintf(f, "  \"threads\": %u,\n  \"events\": %" PRIu64 ",\n  \"blocks\": %" PRIu64
+		   ",\n  \"dropped\": %" PRIu64 ",\n  \"dropped_nested\": %" PRIu64
+		   ",\n  \"dropped_late\": %" PRIu64 ",\n  \"overwritten\": %" PRIu64
+		   ",\n  \"sequence_gaps\": %" PRIu64 ",\n  \"events_missing\": %" PRIu64 ",\n",
+		in->threads, in->events, in->blocks_read, l->dropped, l->nested, l->late, l->overwritten,
+		in->gaps, in->missing);
+	fprintf(f, "  \"first_ticks\": %" PRIu64 ",\n  \"last_ticks\": %" PRIu64
+		   ",\n  \"first_mono_ns\": %" PRId64 ",\n  \"last_mono_ns\": %" PRId64
+		   ",\n  \"first_unix_ns\": %" PRId64 ",\n  \"last_unix_ns\": %" PRId64
+		   ",\n  \"span_ns\": %" PRId64 ",\n",
+		in->first_ticks, in->last_ticks, in->first_mono_ns, in->last_mono_ns, in->first_unix_ns,
+		in->last_unix_ns, in->events ? span : 0);
+	fprintf(f, "  \"stamps\": {\"syncs\": %" PRIu64 ", \"anchors\": %" PRIu64
+		   ", \"anchors_rejected\": %" PRIu64 ", \"max_anchor_halfwidth_ns\": ",
+		in->syncs, in->anchors, in->anchors_rejected);
+	nc_export_jnum(f, "%.1f", in->max_anchor_halfwidth_ns);
+	fprintf(f, ", \"anchor_rate_vs_stated_ppm\": ");
+	nc_export_jnum(f, "%.4f", in->anchor_rate_ppm);
+	fprintf(f, ", \"max_compact_delta_ticks\": %" PRIu64 ", \"backwards\": %" PRIu64 "},\n",
+		in->max_delta_ticks, in->backwards);
+	uint64_t used;
+	char stop[256];
+	int complete = nc_trace_read_complete(r, &used, stop, sizeof(stop));
+	fprintf(f, "  \"complete\": %s,\n  \"bytes_read\": %" PRIu64 ",\n  \"stopped\": ",
+		complete ? "true" : "false", used);
+	if (complete)
+		fprintf(f, "null");
+	else
+		jstr(f, stop);
+	fprintf(f, ",\n");
+	stats_json_threads(f, r, in->threads);
+	fprintf(f, "\n}\n");
+}
+
+static void stats_text_threads(FILE *f, const struct nc_trace_reader *r, unsigned threads)
+{
 	fprintf(f, "threads      %4s %-20s %8s %10s %7s %12s %12s %6s %8s %8s\n", "#", "name", "tid",
 		"events", "blocks", "first seq", "last seq", "gaps", "missing", "syncs");
-	for (unsigned i = 0; i < in.threads; i++) {
+	for (unsigned i = 0; i < threads; i++) {
 		struct nc_trace_thread_info t;
 		nc_trace_read_thread(r, i, &t);
 		char nm[40];
@@ -245,6 +212,72 @@ void nc_trace_print_stats(FILE *f, const struct nc_trace_reader *r, const char *
 			i, nm, t.tid, t.events, t.blocks, t.first_seq, t.last_seq, t.gaps, t.missing,
 			t.syncs);
 	}
+}
+
+static void stats_text(FILE *f, const struct nc_trace_reader *r, const char *name,
+		       const struct nc_trace_info *in, const struct losses *l, int64_t span)
+{
+	char a[64], b[64], c[64];
+	fprintf(f, "trace %s: format %u.%u, %s\n", name, in->version_major, in->version_minor,
+		in->closed ? "closed" : "NOT closed (no totals record: the writer did not finish)");
+	fprintf(f, "clock        %s at %.6f MHz ± %.3g ppm", in->counter, in->hz / 1e6, in->hz_ppm);
+	if (in->hz_final > 0)
+		fprintf(f, " (at close %.6f MHz ± %.3g ppm)", in->hz_final / 1e6, in->hz_final_ppm);
+	fprintf(f, "; host %s, pid %u\n", in->host[0] ? in->host : "?", in->pid);
+	fprintf(f, "unix tie     ±%.0f ns to CLOCK_REALTIME; ", in->tie_error_ns);
+	if (in->utc_error_ns >= 0)
+		fprintf(f, "±%.3f ms to UTC", in->utc_error_ns / 1e6);
+	else
+		fprintf(f, "error from UTC unknown");
+	fprintf(f, "; cross-CPU check %s", verdict_name(in->sync_verdict));
+	if (in->sync_verdict >= 0)
+		fprintf(f, " (%u CPUs, max shift %" PRIu64 " ticks)", in->sync_ncpus,
+			in->sync_max_shift_ticks);
+	if (in->shared)
+		fprintf(f, "\nshared rec.  %s %s (writer pid %u, uid %u, generation %" PRIu64
+			   ": %.6f MHz ± %.3g ppm)",
+			in->shared == 1 ? "adopted" : "written", in->shared_path, in->shared_writer_pid,
+			in->shared_writer_uid, in->shared_generation, in->shared_hz / 1e6, in->shared_ppm);
+	else if (in->version_minor >= 1)
+		fprintf(f, "\nshared rec.  none");
+	fprintf(f, "\nrecording    %s mode, %u blocks of %u bytes per thread%s%s\n",
+		in->mode == NC_TRACE_OVERWRITE ? "overwrite" : "drop", in->blocks, in->block_bytes,
+		(in->flags & NC_TRACE_CPUTIME) ? ", thread CPU time per event" : "",
+		(in->flags & NC_TRACE_GSEQ) ? ", global sequence number per event" : "");
+	if (in->events) {
+		secs(a, sizeof(a), span);
+		iso(b, sizeof(b), in->first_unix_ns);
+		iso(c, sizeof(c), in->last_unix_ns);
+		fprintf(f, "time span    %s s: %s .. %s\n", a, b, c);
+	} else {
+		fprintf(f, "time span    (no events)\n");
+	}
+	fprintf(f, "events       %" PRIu64 " in %u threads, %" PRIu64 " blocks; dropped %" PRIu64
+		   " (ring full) + %" PRIu64 " (signal handler nesting) + %" PRIu64
+		   " (after thread end), overwritten %" PRIu64 "\n",
+		in->events, in->threads, in->blocks_read, l->dropped, l->nested, l->late,
+		l->overwritten);
+	fprintf(f, "sequence     %" PRIu64 " gaps, %" PRIu64 " events missing\n", in->gaps, in->missing);
+	fprintf(f, "stamps       %" PRIu64 " sync records, %" PRIu64 " used as anchors (%" PRIu64
+		   " rejected), widest ±%.0f ns; anchors' rate %+.3f ppm from the stated one\n"
+		   "             largest compact delta %" PRIu64 " ticks (%.4f%% of 2^32); %" PRIu64
+		   " events stamped below their predecessor\n",
+		in->syncs, in->anchors, in->anchors_rejected, in->max_anchor_halfwidth_ns,
+		in->anchor_rate_ppm, in->max_delta_ticks,
+		(double)in->max_delta_ticks / 4294967296.0 * 100, in->backwards);
+	stats_text_threads(f, r, in->threads);
+}
+
+void nc_trace_print_stats(FILE *f, const struct nc_trace_reader *r, const char *name, int json)
+{
+	struct nc_trace_info in;
+	nc_trace_read_info(r, &in);
+	int64_t span = (int64_t)((uint64_t)in.last_mono_ns - (uint64_t)in.first_mono_ns);
+	struct losses l = losses_of(r, in.threads);
+	if (json)
+		stats_json(f, r, name, &in, &l, span);
+	else
+		stats_text(f, r, name, &in, &l, span);
 }
 
 /* ---- help ---- */
@@ -412,102 +445,136 @@ static int bad(const char *cmd, const char *what, const char *arg)
 	return 2;
 }
 
-static int cmd_demo(int argc, char **argv)
-{
-	const char *path = NULL;
-	long threads = 2, items = 20000, bb = 65536, nb = 16;
+struct demo_opts {
+	const char *path;
+	long threads, items;
 	struct nc_trace_config c;
-	nc_trace_default_config(&c);
+};
+
+/* The command line: -1 to go on, else the exit status (help, bad usage) */
+static int demo_options(int argc, char **argv, struct demo_opts *o)
+{
+	long bb = 65536, nb = 16;
 	char why[160];
+	o->path = NULL;
+	o->threads = 2;
+	o->items = 20000;
+	nc_trace_default_config(&o->c);
 	for (int i = 3; i < argc; i++) {
-		const char *o = argv[i];
-		if (is_help(o))
+		const char *a = argv[i];
+		if (is_help(a))
 			return help(help_demo);
-		long *target = !strcmp(o, "--threads")       ? &threads
-			       : !strcmp(o, "--items")       ? &items
-			       : !strcmp(o, "--block-bytes") ? &bb
-			       : !strcmp(o, "--blocks")      ? &nb
+		long *target = !strcmp(a, "--threads")       ? &o->threads
+			       : !strcmp(a, "--items")       ? &o->items
+			       : !strcmp(a, "--block-bytes") ? &bb
+			       : !strcmp(a, "--blocks")      ? &nb
 							     : NULL;
 		if (target) {
-			long lo = target == &threads ? 1 : target == &items ? 1 : target == &bb ? 512 : 2;
-			long hi = target == &threads ? 64 : target == &items ? 100000000 : target == &bb ? 16777216 : 65536;
-			if (i + 1 >= argc || nc_arg_long(o, argv[++i], lo, hi, target, why, sizeof(why))) {
-				fprintf(stderr, "nanoclock trace demo: %s\n",
-					i < argc ? why : "option needs a value");
+			long lo = target == &o->threads ? 1 : target == &o->items ? 1 : target == &bb ? 512 : 2;
+			long hi = target == &o->threads ? 64
+				  : target == &o->items ? 100000000
+				  : target == &bb       ? 16777216
+							: 65536;
+			if (i + 1 >= argc)
+				snprintf(why, sizeof(why), "%s needs a value", a);
+			if (i + 1 >= argc || nc_arg_long(a, argv[++i], lo, hi, target, why, sizeof(why))) {
+				fprintf(stderr, "nanoclock trace demo: %s\n", why);
 				return 2;
 			}
-		} else if (!strcmp(o, "--overwrite")) {
-			c.mode = NC_TRACE_OVERWRITE;
-		} else if (!strcmp(o, "--cputime")) {
-			c.flags |= NC_TRACE_CPUTIME;
-		} else if (!strcmp(o, "--gseq")) {
-			c.flags |= NC_TRACE_GSEQ;
-		} else if (!strcmp(o, "--sync-check")) {
-			c.flags |= NC_TRACE_SYNC_CHECK;
-		} else if (o[0] != '-' && !path) {
-			path = o;
+		} else if (!strcmp(a, "--overwrite")) {
+			o->c.mode = NC_TRACE_OVERWRITE;
+		} else if (!strcmp(a, "--cputime")) {
+			o->c.flags |= NC_TRACE_CPUTIME;
+		} else if (!strcmp(a, "--gseq")) {
+			o->c.flags |= NC_TRACE_GSEQ;
+		} else if (!strcmp(a, "--sync-check")) {
+			o->c.flags |= NC_TRACE_SYNC_CHECK;
+		} else if (a[0] != '-' && !o->path) {
+			o->path = a;
 		} else {
-			return bad("demo", path && o[0] != '-' ? "one FILE only, not also" : "unknown option", o);
+			return bad("demo", o->path && a[0] != '-' ? "one FILE only, not also" : "unknown option",
+				   a);
 		}
 	}
-	if (!path)
+	if (!o->path)
 		return bad("demo", "a FILE to write is needed", NULL);
 	if (bb & (bb - 1)) {
 		fprintf(stderr, "nanoclock trace demo: --block-bytes: %ld is not a power of two\n", bb);
 		return 2;
 	}
-	c.block_bytes = (unsigned)bb;
-	c.blocks = (unsigned)nb;
-	c.max_threads = (unsigned)(2 * threads);
-	struct demo d;
-	memset(&d, 0, sizeof(d));
-	pthread_mutex_init(&d.mu, NULL);
-	pthread_cond_init(&d.not_empty, NULL);
-	pthread_cond_init(&d.not_full, NULL);
-	d.items = items;
-	d.producers_left = (int)threads;
-	int rc = nc_trace_open(&d.t, path, &c);
-	if (rc) {
-		int e = errno;
-		if (rc == NC_ESYS) /* the flush thread (clone denied, no memory for a stack) */
-			fprintf(stderr, "nanoclock trace demo: %s: the trace's flush thread could not "
-				"start: %s\n", path, strerror(e));
-		else
-			fprintf(stderr, "nanoclock trace demo: %s: %s\n", path,
-				rc != NC_TRACE_EIO ? nc_trace_strerror(rc)
-				: e == ENXIO	   ? "a FIFO with no reader"
-				: e == ELOOP	   ? "a symbolic link (not followed)"
-				: e == EEXIST	   ? "something is there that is not an earlier trace of this "
-						     "user's (left alone)"
-				: e == EISDIR	   ? "a directory"
-						   : strerror(e));
-		return 1;
-	}
-	nc_trace_name(d.t, ID_PRODUCE, "produce");
-	nc_trace_name(d.t, ID_CONSUME, "consume");
-	nc_trace_name(d.t, ID_DEPTH, "queue depth");
+	o->c.block_bytes = (unsigned)bb;
+	o->c.blocks = (unsigned)nb;
+	o->c.max_threads = (unsigned)(2 * o->threads);
+	return -1;
+}
+
+/* nc_trace_open's refusal, e its errno, as one line */
+static void demo_open_failed(const char *path, int rc, int e)
+{
+	if (rc == NC_ESYS) /* the flush thread (clone denied, no memory for a stack) */
+		fprintf(stderr, "nanoclock trace demo: %s: the trace's flush thread could not "
+			"start: %s\n", path, strerror(e));
+	else
+		fprintf(stderr, "nanoclock trace demo: %s: %s\n", path,
+			rc != NC_TRACE_EIO ? nc_trace_strerror(rc)
+			: e == ENXIO	   ? "a FIFO with no reader"
+			: e == ELOOP	   ? "a symbolic link (not followed)"
+			: e == EEXIST	   ? "something is there that is not an earlier trace of this "
+					     "user's (left alone)"
+			: e == EISDIR	   ? "a directory"
+					   : strerror(e));
+}
+
+/* The producers and consumers, started and joined */
+static void demo_run(struct demo *d, long threads)
+{
 	pthread_t th[128];
 	int started = 0;
-	uint64_t t0 = nc_now_ns();
 	for (long i = 0; i < 2 * threads; i++) {
-		int e = pthread_create(&th[started], NULL, i % 2 ? consumer : producer, &d);
+		int e = pthread_create(&th[started], NULL, i % 2 ? consumer : producer, d);
 		if (e != 0) {
 			/* one line, and every thread started so far stops: a missing
 			 * consumer would leave producers waiting for ever */
 			fprintf(stderr, "nanoclock trace demo: cannot start thread %ld of %ld: %s\n", i + 1,
 				2 * threads, strerror(e));
-			pthread_mutex_lock(&d.mu);
-			d.abort = 1;
-			pthread_cond_broadcast(&d.not_empty);
-			pthread_cond_broadcast(&d.not_full);
-			pthread_mutex_unlock(&d.mu);
-			d.err = 2;
+			pthread_mutex_lock(&d->mu);
+			d->abort = 1;
+			pthread_cond_broadcast(&d->not_empty);
+			pthread_cond_broadcast(&d->not_full);
+			pthread_mutex_unlock(&d->mu);
+			d->err = 2;
 			break;
 		}
 		started++;
 	}
 	for (int i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
+}
+
+static int cmd_demo(int argc, char **argv)
+{
+	struct demo_opts o;
+	int rc = demo_options(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	const char *path = o.path;
+	struct demo d;
+	memset(&d, 0, sizeof(d));
+	pthread_mutex_init(&d.mu, NULL);
+	pthread_cond_init(&d.not_empty, NULL);
+	pthread_cond_init(&d.not_full, NULL);
+	d.items = o.items;
+	d.producers_left = (int)o.threads;
+	rc = nc_trace_open(&d.t, path, &o.c);
+	if (rc) {
+		demo_open_failed(path, rc, errno);
+		return 1;
+	}
+	nc_trace_name(d.t, ID_PRODUCE, "produce");
+	nc_trace_name(d.t, ID_CONSUME, "consume");
+	nc_trace_name(d.t, ID_DEPTH, "queue depth");
+	uint64_t t0 = nc_now_ns();
+	demo_run(&d, o.threads);
 	uint64_t t1 = nc_now_ns();
 	rc = nc_trace_close(d.t);
 	if (rc) {
@@ -523,7 +590,7 @@ static int cmd_demo(int argc, char **argv)
 	       "       nanoclock trace export --format perfetto -o trace.pftrace %s   "
 	       "(https://ui.perfetto.dev)\n"
 	       "       nanoclock trace export --format ctf -o trace-ctf %s   (babeltrace2 trace-ctf)\n",
-	       path, threads, threads, items, (double)(t1 - t0) / 1e6, path, path, path);
+	       path, o.threads, o.threads, o.items, (double)(t1 - t0) / 1e6, path, path, path);
 	if (stdout_failed())
 		return 1;
 	return d.err ? 1 : 0;
@@ -584,33 +651,33 @@ static int export_is_ours(const unsigned char *head, size_t n)
 	       nc_export_perfetto_is_ours(head, n);
 }
 
-static int cmd_export(int argc, char **argv)
+struct export_opts {
+	int fmt;
+	const char *out;
+	const char **files; /* argc of them at most */
+	unsigned n;
+};
+
+/* The command line: -1 to go on, else the exit status (help, bad usage) */
+static int export_options(int argc, char **argv, struct export_opts *o)
 {
-	int fmt = FMT_NONE;
-	const char *out = NULL;
-	const char **files = calloc((size_t)argc, sizeof(*files));
-	unsigned n = 0;
-	if (!files)
-		return 1;
 	int rc = 0;
 	for (int i = 3; i < argc && !rc; i++) {
-		if (is_help(argv[i])) {
-			free(files);
+		if (is_help(argv[i]))
 			return help(help_export);
-		}
 		if (!strcmp(argv[i], "--format") && i + 1 < argc) {
 			const char *v = argv[++i];
-			fmt = !strcmp(v, "csv")	       ? FMT_CSV
-			      : !strcmp(v, "chrome")   ? FMT_CHROME
-			      : !strcmp(v, "perfetto") ? FMT_PERFETTO
-			      : !strcmp(v, "ctf")      ? FMT_CTF
-						       : -1;
-			if (fmt < 0)
+			o->fmt = !strcmp(v, "csv")	  ? FMT_CSV
+				 : !strcmp(v, "chrome")   ? FMT_CHROME
+				 : !strcmp(v, "perfetto") ? FMT_PERFETTO
+				 : !strcmp(v, "ctf")	  ? FMT_CTF
+							  : -1;
+			if (o->fmt < 0)
 				rc = bad("export", "--format: not ctf, perfetto, chrome or csv:", v);
 		} else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-			out = argv[++i];
+			o->out = argv[++i];
 		} else if (argv[i][0] != '-') {
-			files[n++] = argv[i];
+			o->files[o->n++] = argv[i];
 		} else {
 			rc = bad("export",
 				 !strcmp(argv[i], "--format") || !strcmp(argv[i], "-o") ? "a value is needed after"
@@ -618,74 +685,91 @@ static int cmd_export(int argc, char **argv)
 				 argv[i]);
 		}
 	}
-	if (!rc && (fmt == FMT_NONE || n == 0))
-		rc = bad("export", fmt == FMT_NONE ? "--format ctf, perfetto, chrome or csv is needed"
-						   : "a FILE to read is needed",
+	if (!rc && (o->fmt == FMT_NONE || o->n == 0))
+		rc = bad("export", o->fmt == FMT_NONE ? "--format ctf, perfetto, chrome or csv is needed"
+						      : "a FILE to read is needed",
 			 NULL);
-	if (!rc && n > 256) /* the concurrency marks number the machines in a byte */
+	if (!rc && o->n > 256) /* the concurrency marks number the machines in a byte */
 		rc = bad("export", "at most 256 traces at once", NULL);
-	if (!rc && fmt == FMT_CTF && !out)
+	if (!rc && o->fmt == FMT_CTF && !o->out)
 		rc = bad("export", "--format ctf writes a directory: -o DIR is needed", NULL);
-	if (!rc && fmt == FMT_PERFETTO && (!out || !strcmp(out, "-") || !strcmp(out, "/dev/stdout")) &&
-	    isatty(STDOUT_FILENO))
+	if (!rc && o->fmt == FMT_PERFETTO &&
+	    (!o->out || !strcmp(o->out, "-") || !strcmp(o->out, "/dev/stdout")) && isatty(STDOUT_FILENO))
 		rc = bad("export", "--format perfetto is binary: -o FILE, or a pipe, is needed", NULL);
-	if (rc) {
-		free(files);
+	return rc ? rc : -1;
+}
+
+/* The traces open in r[], written out: 0 or 1 (said on stderr) */
+static int export_write(const struct export_opts *eo, struct nc_trace_reader **r)
+{
+	int fmt = eo->fmt;
+	const char *out = eo->out;
+	struct nc_out o;
+	char why[512];
+	/* any earlier export of this tool's may be replaced, whatever its
+	 * format: nothing else */
+	int e = fmt == FMT_CTF ? nc_out_dir_open(&o, out, why, sizeof(why))
+			       : nc_out_open(&o, out, export_is_ours, why, sizeof(why));
+	if (e) {
+		fprintf(stderr, "nanoclock trace export: %s\n", why);
+		return 1;
+	}
+	int rc = 0;
+	struct nc_export x;
+	e = nc_export_begin(&x, r, eo->files, eo->n, isatty(STDERR_FILENO));
+	why[0] = 0;
+	if (!e) {
+		e = fmt == FMT_CSV	  ? nc_export_csv(o.f, &x)
+		    : fmt == FMT_CHROME	  ? nc_export_chrome(o.f, &x)
+		    : fmt == FMT_PERFETTO ? nc_export_perfetto(o.f, &x)
+					  : nc_export_ctf(o.dirfd, &x, why, sizeof(why));
+		int me = nc_export_end(&x);
+		if (!e)
+			e = me;
+	}
+	if (e) {
+		/* the output named: a CTF file's write error says only its own
+		 * name (stream_0_0: No space left on device) */
+		fprintf(stderr, "nanoclock trace export: %s%s%s%s\n", fmt == FMT_CTF ? out : "",
+			fmt == FMT_CTF ? ": " : "", why[0] ? why : nc_trace_strerror(e),
+			fmt != FMT_CTF ? "" : o.have_old ? "; the earlier export there is left as it was"
+							 : "; nothing was put there");
+		rc = 1;
+	}
+	if (nc_out_close(&o, !rc, why, sizeof(why)) != 0) {
+		fprintf(stderr, "nanoclock trace export: %s\n", why);
+		rc = 1;
+	}
+	return rc;
+}
+
+static int cmd_export(int argc, char **argv)
+{
+	struct export_opts eo = {FMT_NONE, NULL, calloc((size_t)argc, sizeof(*eo.files)), 0};
+	if (!eo.files)
+		return 1;
+	int rc = export_options(argc, argv, &eo);
+	if (rc >= 0) {
+		free(eo.files);
 		return rc;
 	}
+	unsigned n = eo.n;
 	struct nc_trace_reader **r = calloc(n, sizeof(*r));
 	int cut = 0;
 	rc = r ? 0 : 1;
 	for (unsigned i = 0; i < n && !rc; i++) {
-		int st = open_trace(files[i], &r[i]);
+		int st = open_trace(eo.files[i], &r[i]);
 		if (st == EXIT_CUT_SHORT)
 			cut = 1;
 		else
 			rc = st;
 	}
-	struct nc_out o;
-	char why[512];
-	if (!rc) {
-		/* any earlier export of this tool's may be replaced, whatever its
-		 * format: nothing else */
-		int e = fmt == FMT_CTF ? nc_out_dir_open(&o, out, why, sizeof(why))
-				       : nc_out_open(&o, out, export_is_ours, why, sizeof(why));
-		if (e) {
-			fprintf(stderr, "nanoclock trace export: %s\n", why);
-			rc = 1;
-		}
-	}
-	if (!rc) {
-		struct nc_export x;
-		int e = nc_export_begin(&x, r, files, n, isatty(STDERR_FILENO));
-		why[0] = 0;
-		if (!e) {
-			e = fmt == FMT_CSV	  ? nc_export_csv(o.f, &x)
-			    : fmt == FMT_CHROME	  ? nc_export_chrome(o.f, &x)
-			    : fmt == FMT_PERFETTO ? nc_export_perfetto(o.f, &x)
-						  : nc_export_ctf(o.dirfd, &x, why, sizeof(why));
-			int me = nc_export_end(&x);
-			if (!e)
-				e = me;
-		}
-		if (e) {
-			/* the output named: a CTF file's write error says only its own
-			 * name (stream_0_0: No space left on device) */
-			fprintf(stderr, "nanoclock trace export: %s%s%s%s\n", fmt == FMT_CTF ? out : "",
-				fmt == FMT_CTF ? ": " : "", why[0] ? why : nc_trace_strerror(e),
-				fmt != FMT_CTF ? "" : o.have_old ? "; the earlier export there is left as it was"
-								 : "; nothing was put there");
-			rc = 1;
-		}
-		if (nc_out_close(&o, !rc, why, sizeof(why)) != 0) {
-			fprintf(stderr, "nanoclock trace export: %s\n", why);
-			rc = 1;
-		}
-	}
+	if (!rc)
+		rc = export_write(&eo, r);
 	for (unsigned i = 0; r && i < n; i++)
 		nc_trace_read_close(r[i]);
 	free(r);
-	free(files);
+	free(eo.files);
 	return rc ? rc : cut ? EXIT_CUT_SHORT : 0;
 }
 

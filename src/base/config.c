@@ -29,7 +29,7 @@
 /* The user's text in a reason: at most 40 bytes, control and non-ASCII
  * bytes as '?' (a value with a newline must not break `nanoclock info`'s
  * lines or the tool's one-line error), "..." when cut.  The tool quotes
- * its own arguments with it too (tools/args.c). */
+ * its own arguments by the same rule (nc_arg_quote, tools/args.c). */
 const char *nc__quote(const char *s, char *out, size_t outlen)
 {
 	size_t n = 0, i = 0;
@@ -48,10 +48,12 @@ const char *nc__quote(const char *s, char *out, size_t outlen)
 	return out;
 }
 
-/* Accepts a decimal number with an optional unit: "2100000000",
- * "2.1e9", "2.1G", "2100MHz", "24 MHz".  Hex floats, "inf", "nan", signs
- * other than a leading '+', and trailing text are refused. */
-int nc__parse_hz(const char *s, double *hz, char *why, size_t whylen)
+/* The one strict reading of a setting's number: leading spaces, an
+ * optional '+', a decimal number strtod reads (no hex, "inf", "nan" or
+ * other sign), finite; then, where units is set, k, M or G and Hz (as in
+ * "2.1G", "2100MHz", "24 MHz"); trailing spaces and nothing else.  0 and
+ * *out set, or NC_EINVAL with why[]. */
+static int parse_decimal(const char *s, int units, double *out, char *why, size_t whylen)
 {
 	char q[48];
 	if (!s || !*s) {
@@ -80,24 +82,34 @@ int nc__parse_hz(const char *s, double *hz, char *why, size_t whylen)
 	}
 	while (isspace((unsigned char)*end))
 		end++;
-	double unit = 1;
-	switch (*end) {
-	case 'k': case 'K': unit = 1e3; end++; break;
-	case 'M': unit = 1e6; end++; break;
-	case 'G': unit = 1e9; end++; break;
-	default: break;
+	if (units) {
+		switch (*end) {
+		case 'k': case 'K': v *= 1e3; end++; break;
+		case 'M': v *= 1e6; end++; break;
+		case 'G': v *= 1e9; end++; break;
+		default: break;
+		}
+		if ((end[0] == 'H' || end[0] == 'h') && (end[1] == 'z' || end[1] == 'Z'))
+			end += 2;
+		while (isspace((unsigned char)*end))
+			end++;
 	}
-	if ((end[0] == 'H' || end[0] == 'h') && (end[1] == 'z' || end[1] == 'Z'))
-		end += 2;
-	while (isspace((unsigned char)*end))
-		end++;
 	if (*end) {
 		char q2[48];
 		snprintf(why, whylen, "'%s': unexpected text '%.16s'", nc__quote(s, q, sizeof(q)),
 			 nc__quote(end, q2, sizeof(q2)));
 		return NC_EINVAL;
 	}
-	v *= unit;
+	*out = v;
+	return 0;
+}
+
+int nc__parse_hz(const char *s, double *hz, char *why, size_t whylen)
+{
+	double v;
+	int rc = parse_decimal(s, 1, &v, why, whylen);
+	if (rc != 0)
+		return rc;
 	if (!nc__hz_valid(v)) {
 		snprintf(why, whylen, "%.6g Hz is outside 1 kHz .. 100 GHz", v);
 		return NC_ERANGE;
@@ -108,28 +120,10 @@ int nc__parse_hz(const char *s, double *hz, char *why, size_t whylen)
 
 int nc__parse_positive(const char *s, double lo, double hi, double *out, char *why, size_t whylen)
 {
-	char q[48];
-	if (!s || !*s) {
-		snprintf(why, whylen, "empty value");
-		return NC_EINVAL;
-	}
-	const char *p = s;
-	while (isspace((unsigned char)*p))
-		p++;
-	if (!(isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) ||
-	    (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))) {
-		snprintf(why, whylen, "'%s' is not a positive decimal number", nc__quote(s, q, sizeof(q)));
-		return NC_EINVAL;
-	}
-	char *end;
-	errno = 0;
-	double v = strtod(p, &end);
-	while (isspace((unsigned char)*end))
-		end++;
-	if (end == p || errno == ERANGE || !isfinite(v) || *end) {
-		snprintf(why, whylen, "'%s' is not a finite decimal number", nc__quote(s, q, sizeof(q)));
-		return NC_EINVAL;
-	}
+	double v;
+	int rc = parse_decimal(s, 0, &v, why, whylen);
+	if (rc != 0)
+		return rc;
 	if (!(v >= lo && v <= hi)) {
 		snprintf(why, whylen, "%.6g is outside %g .. %g", v, lo, hi);
 		return NC_ERANGE;
@@ -163,10 +157,28 @@ void nc__config_read(struct nc__config *c, double app_ppm, double app_ms)
 		}
 }
 
-void nc__config_read_from(struct nc__config *c, double app_ppm, double app_ms,
-			  const char *(*get)(const char *name, void *ctx), void *ctx)
+typedef const char *getter(const char *name, void *ctx);
+
+/* A numeric setting NAME in [lo, hi]: 1 and *x set where it is valid, 0
+ * where it is unset or refused; the first refusal's reason is kept in
+ * why[] ("NAME refused<note>: ..."). */
+static int number_setting(getter *get, void *ctx, const char *name, double lo, double hi,
+			  double *x, char *why, size_t whylen, const char *note)
 {
-	memset(c, 0, sizeof(*c));
+	const char *v = get(name, ctx);
+	char r[96];
+	if (!v)
+		return 0;
+	if (nc__parse_positive(v, lo, hi, x, r, sizeof(r)) == 0)
+		return 1;
+	if (!why[0])
+		snprintf(why, whylen, "%s refused%s: %.90s", name, note, r);
+	return 0;
+}
+
+/* NANOCLOCK_COUNTER, NANOCLOCK_HZ and NANOCLOCK_HZ_FORCE */
+static void read_counter(struct nc__config *c, getter *get, void *ctx)
+{
 	char q[48];
 	const char *v = get("NANOCLOCK_COUNTER", ctx);
 	if (v) {
@@ -193,51 +205,55 @@ void nc__config_read_from(struct nc__config *c, double app_ppm, double app_ms,
 	if (v && strcmp(v, "1") != 0 && strcmp(v, "0") != 0)
 		snprintf(c->force_why, sizeof(c->force_why),
 			 "NANOCLOCK_HZ_FORCE refused: '%s' is not 0 or 1", nc__quote(v, q, sizeof(q)));
+}
 
+/* NANOCLOCK_CALIB_PPM and NANOCLOCK_CALIB_MAX_MS, over what the
+ * application set */
+static void read_calibration(struct nc__config *c, double app_ppm, double app_ms, getter *get,
+			     void *ctx)
+{
 	c->calib_ppm = app_ppm > 0 ? app_ppm : DEFAULT_CALIB_PPM;
 	c->calib_set = app_ppm > 0;
 	c->calib_max_ms = app_ms > 0 ? app_ms : DEFAULT_CALIB_MAX_MS;
-	char why[96];
-	double x;
-	v = get("NANOCLOCK_CALIB_PPM", ctx);
-	if (v) {
-		if (nc__parse_positive(v, 0.001, 1000, &x, why, sizeof(why)) == 0) {
-			c->calib_ppm = x;
-			c->calib_set = 1;
-		}
-		else
-			snprintf(c->calib_why, sizeof(c->calib_why), "NANOCLOCK_CALIB_PPM refused: %.90s", why);
+	if (number_setting(get, ctx, "NANOCLOCK_CALIB_PPM", 0.001, 1000, &c->calib_ppm, c->calib_why,
+			   sizeof(c->calib_why), ""))
+		c->calib_set = 1;
+	number_setting(get, ctx, "NANOCLOCK_CALIB_MAX_MS", 0.1, 10000, &c->calib_max_ms, c->calib_why,
+		       sizeof(c->calib_why), "");
+}
+
+/* NANOCLOCK_SHARED=off|/PATH */
+static void read_shared(struct nc__config *c, getter *get, void *ctx)
+{
+	char q[48];
+	const char *v = get("NANOCLOCK_SHARED", ctx);
+	if (!v)
+		return;
+	if (strcmp(v, "off") == 0) {
+		c->shared_off = 1;
+	} else if (v[0] != '/' || strlen(v) >= sizeof(c->shared_path) - 8) {
+		/* relative: it would depend on the working directory; the
+		 * 8 bytes: the writer's ".new" suffix */
+		c->shared_off = 1;
+		snprintf(c->shared_why, sizeof(c->shared_why),
+			 "NANOCLOCK_SHARED refused (sharing off): '%s' is not 'off' or an absolute "
+			 "path of at most %zu bytes", nc__quote(v, q, sizeof(q)),
+			 sizeof(c->shared_path) - 9);
+	} else {
+		nc__copy(c->shared_path, sizeof(c->shared_path), v);
 	}
-	v = get("NANOCLOCK_CALIB_MAX_MS", ctx);
-	if (v) {
-		if (nc__parse_positive(v, 0.1, 10000, &x, why, sizeof(why)) == 0)
-			c->calib_max_ms = x;
-		else if (!c->calib_why[0])
-			snprintf(c->calib_why, sizeof(c->calib_why), "NANOCLOCK_CALIB_MAX_MS refused: %.90s",
-				 why);
-	}
-	v = get("NANOCLOCK_SHARED", ctx);
-	if (v) {
-		if (strcmp(v, "off") == 0) {
-			c->shared_off = 1;
-		} else if (v[0] != '/' || strlen(v) >= sizeof(c->shared_path) - 8) {
-			/* relative: it would depend on the working directory; the
-			 * 8 bytes: the writer's ".new" suffix */
-			c->shared_off = 1;
-			snprintf(c->shared_why, sizeof(c->shared_why),
-				 "NANOCLOCK_SHARED refused (sharing off): '%s' is not 'off' or an absolute "
-				 "path of at most %zu bytes", nc__quote(v, q, sizeof(q)),
-				 sizeof(c->shared_path) - 9);
-		} else {
-			nc__copy(c->shared_path, sizeof(c->shared_path), v);
-		}
-	}
-	/* NANOCLOCK_UTC_SOURCE=auto|off|adjtimex|chrony[:HOST:PORT]: a name this
-	 * library knows, and for chrony an address (checked when used) */
+}
+
+/* NANOCLOCK_UTC_SOURCE=auto|off|adjtimex|chrony[:HOST:PORT]|clockbound[:/PATH]|
+ * vmclock[:/PATH]: a name this library knows, and for chrony an address
+ * (checked when used); NANOCLOCK_UTC_DRIFT_PPM and NANOCLOCK_UTC_HORIZON_S */
+static void read_utc(struct nc__config *c, getter *get, void *ctx)
+{
+	char q[48];
 	nc__copy(c->utc_source, sizeof(c->utc_source), "auto");
 	c->utc_drift_ppm = 15;
 	c->utc_horizon_s = 1024;
-	v = get("NANOCLOCK_UTC_SOURCE", ctx);
+	const char *v = get("NANOCLOCK_UTC_SOURCE", ctx);
 	if (v) {
 		static const char *const names[] = {"auto", "off", "adjtimex", "chrony", "clockbound",
 						    "vmclock"};
@@ -261,28 +277,20 @@ void nc__config_read_from(struct nc__config *c, double app_ppm, double app_ms,
 				nc__copy(c->utc_arg, sizeof(c->utc_arg), colon + 1);
 		}
 	}
-	v = get("NANOCLOCK_UTC_DRIFT_PPM", ctx);
-	if (v) {
-		if (nc__parse_positive(v, 0.001, 100000, &x, why, sizeof(why)) == 0)
-			c->utc_drift_ppm = x;
-		else if (!c->utc_why[0])
-			snprintf(c->utc_why, sizeof(c->utc_why),
-				 "NANOCLOCK_UTC_DRIFT_PPM refused (15 used): %.90s", why);
-	}
-	v = get("NANOCLOCK_UTC_HORIZON_S", ctx);
-	if (v) {
-		if (nc__parse_positive(v, 1, 1e6, &x, why, sizeof(why)) == 0)
-			c->utc_horizon_s = x;
-		else if (!c->utc_why[0])
-			snprintf(c->utc_why, sizeof(c->utc_why),
-				 "NANOCLOCK_UTC_HORIZON_S refused (1024 used): %.90s", why);
-	}
-	v = get("NANOCLOCK_UNIX_REFRESH_MS", ctx);
-	if (v) {
-		if (nc__parse_positive(v, 1, 60000, &x, why, sizeof(why)) == 0)
-			c->unix_refresh_ms = x;
-		else
-			snprintf(c->unix_why, sizeof(c->unix_why), "NANOCLOCK_UNIX_REFRESH_MS refused: %.80s",
-				 why);
-	}
+	number_setting(get, ctx, "NANOCLOCK_UTC_DRIFT_PPM", 0.001, 100000, &c->utc_drift_ppm,
+		       c->utc_why, sizeof(c->utc_why), " (15 used)");
+	number_setting(get, ctx, "NANOCLOCK_UTC_HORIZON_S", 1, 1e6, &c->utc_horizon_s, c->utc_why,
+		       sizeof(c->utc_why), " (1024 used)");
+}
+
+void nc__config_read_from(struct nc__config *c, double app_ppm, double app_ms, getter *get,
+			  void *ctx)
+{
+	memset(c, 0, sizeof(*c));
+	read_counter(c, get, ctx);
+	read_calibration(c, app_ppm, app_ms, get, ctx);
+	read_shared(c, get, ctx);
+	read_utc(c, get, ctx);
+	number_setting(get, ctx, "NANOCLOCK_UNIX_REFRESH_MS", 1, 60000, &c->unix_refresh_ms,
+		       c->unix_why, sizeof(c->unix_why), "");
 }

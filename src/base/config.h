@@ -47,10 +47,12 @@ struct nc__config {
 /* User text fit for a one-line reason: at most 40 bytes, control and
  * non-ASCII bytes as '?', "..." when cut.  Returns out. */
 NC_HIDDEN const char *nc__quote(const char *s, char *out, size_t outlen);
-/* Parse a NANOCLOCK_HZ value.  0 and *hz set, or NC_EINVAL/NC_ERANGE with a
- * reason in why[]. */
+/* Parse a NANOCLOCK_HZ value: a decimal number with an optional unit
+ * ("2.1G", "24 MHz").  0 and *hz set, or NC_EINVAL/NC_ERANGE with a reason
+ * in why[]. */
 NC_HIDDEN int nc__parse_hz(const char *s, double *hz, char *why, size_t whylen);
-/* A plain positive decimal in [lo, hi]: 0, or NC_EINVAL/NC_ERANGE with why[]. */
+/* A plain positive decimal in [lo, hi], read as strictly as NANOCLOCK_HZ
+ * (no unit): 0, or NC_EINVAL/NC_ERANGE with why[]. */
 NC_HIDDEN int nc__parse_positive(const char *s, double lo, double hi, double *out, char *why,
 				 size_t whylen);
 /* Fill *c from the environment (secure_getenv) and from what the

@@ -147,7 +147,95 @@ static void fixed(struct sink *s, double v, const struct spec *f)
 	emit(s, sign, body, l, 0, &g);
 }
 
-int nc__vfmt(char *buf, size_t n, const char *fmt, va_list ap)
+/* The flags, width, precision and length modifier of the conversion at p
+ * (just past its '%'); returns where its letter is.  lng: 1 l, 2 ll, 3 z. */
+static const char *parse_spec(const char *p, struct spec *f, int *lng, va_list *ap)
+{
+	for (;; p++) {
+		if (*p == '+')
+			f->plus = 1;
+		else if (*p == '0')
+			f->zero = 1;
+		else if (*p == '-')
+			f->left = 1;
+		else
+			break;
+	}
+	if (*p == '*') {
+		f->width = va_arg(*ap, int);
+		if (f->width < 0) { /* as C says: a '-' flag */
+			f->left = 1;
+			f->width = f->width == INT_MIN ? INT_MAX : -f->width;
+		}
+		p++;
+	}
+	while (*p >= '0' && *p <= '9')
+		f->width = f->width * 10 + (*p++ - '0');
+	if (*p == '.') {
+		f->prec = 0;
+		if (*++p == '*') {
+			f->prec = va_arg(*ap, int);
+			if (f->prec < 0) /* as if none were given */
+				f->prec = -1;
+			p++;
+		}
+		for (; *p >= '0' && *p <= '9'; p++)
+			f->prec = f->prec * 10 + (*p - '0');
+	}
+	if (*p == 'z') {
+		*lng = 3;
+		p++;
+	} else if (*p == 'l') {
+		*lng = 1;
+		if (*++p == 'l') {
+			*lng = 2;
+			p++;
+		}
+	}
+	return p;
+}
+
+/* %d %i %u %x %o: the argument as its length modifier says, its digits */
+static void put_int(struct sink *s, char conv, int lng, const struct spec *f, va_list *ap)
+{
+	char body[24];
+	if (conv == 'd' || conv == 'i') {
+		long long v = lng == 2 ? va_arg(*ap, long long)
+			      : lng == 1 ? va_arg(*ap, long)
+			      : lng == 3 ? (long long)va_arg(*ap, ptrdiff_t)
+					 : va_arg(*ap, int);
+		unsigned long long m = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+		/* precision: at least that many digits (0 with .0: none) */
+		int l = m == 0 && f->prec == 0 ? 0 : digits(body, m, 10);
+		emit(s, v < 0 ? '-' : f->plus ? '+' : 0, body, l, f->prec, f);
+		return;
+	}
+	unsigned long long v = lng == 2 ? va_arg(*ap, unsigned long long)
+			       : lng == 1 ? va_arg(*ap, unsigned long)
+			       : lng == 3 ? va_arg(*ap, size_t)
+					  : va_arg(*ap, unsigned);
+	int l = v == 0 && f->prec == 0 ? 0 : digits(body, v, conv == 'u' ? 10 : conv == 'x' ? 16 : 8);
+	emit(s, 0, body, l, f->prec, f);
+}
+
+/* %s, cut to the precision */
+static void put_str(struct sink *s, const char *v, const struct spec *f)
+{
+	if (!v) /* glibc's text, which it leaves out if cut */
+		v = f->prec >= 0 && f->prec < 6 ? "" : "(null)";
+	size_t max = f->prec < 0 ? (size_t)-1 : (size_t)f->prec, l = 0;
+	while (l < max && v[l])
+		l++;
+	int fill = f->width > 0 && (size_t)f->width > l ? f->width - (int)l : 0;
+	if (!f->left)
+		pad(s, ' ', fill);
+	puts_n(s, v, l);
+	if (f->left)
+		pad(s, ' ', fill);
+}
+
+/* nc__vfmt's walk: the text as it is, each conversion by its letter */
+static int format(char *buf, size_t n, const char *fmt, va_list *ap)
 {
 	struct sink s = {buf, n, 0};
 	for (const char *p = fmt; *p; p++) {
@@ -158,97 +246,26 @@ int nc__vfmt(char *buf, size_t n, const char *fmt, va_list ap)
 		const char *start = p++;
 		struct spec f = {0, 0, 0, 0, -1};
 		int lng = 0;
-		for (;; p++) {
-			if (*p == '+')
-				f.plus = 1;
-			else if (*p == '0')
-				f.zero = 1;
-			else if (*p == '-')
-				f.left = 1;
-			else
-				break;
-		}
-		if (*p == '*') {
-			f.width = va_arg(ap, int);
-			if (f.width < 0) { /* as C says: a '-' flag */
-				f.left = 1;
-				f.width = f.width == INT_MIN ? INT_MAX : -f.width;
-			}
-			p++;
-		}
-		while (*p >= '0' && *p <= '9')
-			f.width = f.width * 10 + (*p++ - '0');
-		if (*p == '.') {
-			f.prec = 0;
-			if (*++p == '*') {
-				f.prec = va_arg(ap, int);
-				if (f.prec < 0) /* as if none were given */
-					f.prec = -1;
-				p++;
-			}
-			for (; *p >= '0' && *p <= '9'; p++)
-				f.prec = f.prec * 10 + (*p - '0');
-		}
-		if (*p == 'z') {
-			lng = 3;
-			p++;
-		} else if (*p == 'l') {
-			lng = 1;
-			if (*++p == 'l') {
-				lng = 2;
-				p++;
-			}
-		}
-		char body[24];
+		p = parse_spec(p, &f, &lng, ap);
 		switch (*p) {
 		case 'd':
-		case 'i': {
-			long long v = lng == 2 ? va_arg(ap, long long)
-				      : lng == 1 ? va_arg(ap, long)
-				      : lng == 3 ? (long long)va_arg(ap, ptrdiff_t)
-						 : va_arg(ap, int);
-			unsigned long long m = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-			/* precision: at least that many digits (0 with .0: none) */
-			int l = m == 0 && f.prec == 0 ? 0 : digits(body, m, 10);
-			emit(&s, v < 0 ? '-' : f.plus ? '+' : 0, body, l, f.prec, &f);
-			break;
-		}
+		case 'i':
 		case 'u':
 		case 'x':
-		case 'o': {
-			unsigned long long v = lng == 2 ? va_arg(ap, unsigned long long)
-					       : lng == 1 ? va_arg(ap, unsigned long)
-					       : lng == 3 ? va_arg(ap, size_t)
-							  : va_arg(ap, unsigned);
-			int l = v == 0 && f.prec == 0
-					? 0
-					: digits(body, v, *p == 'u' ? 10 : *p == 'x' ? 16 : 8);
-			emit(&s, 0, body, l, f.prec, &f);
+		case 'o':
+			put_int(&s, *p, lng, &f, ap);
 			break;
-		}
 		case 'f':
-			fixed(&s, va_arg(ap, double), &f);
+			fixed(&s, va_arg(*ap, double), &f);
 			break;
-		case 's': {
-			const char *v = va_arg(ap, const char *);
-			if (!v) /* glibc's text, which it leaves out if cut */
-				v = f.prec >= 0 && f.prec < 6 ? "" : "(null)";
-			size_t max = f.prec < 0 ? (size_t)-1 : (size_t)f.prec, l = 0;
-			while (l < max && v[l])
-				l++;
-			int fill = f.width > 0 && (size_t)f.width > l ? f.width - (int)l : 0;
-			if (!f.left)
-				pad(&s, ' ', fill);
-			puts_n(&s, v, l);
-			if (f.left)
-				pad(&s, ' ', fill);
+		case 's':
+			put_str(&s, va_arg(*ap, const char *), &f);
 			break;
-		}
 		case 'c': {
 			int fill = f.width > 1 ? f.width - 1 : 0;
 			if (!f.left)
 				pad(&s, ' ', fill);
-			put(&s, (char)va_arg(ap, int));
+			put(&s, (char)va_arg(*ap, int));
 			if (f.left)
 				pad(&s, ' ', fill);
 			break;
@@ -276,6 +293,17 @@ int nc__vfmt(char *buf, size_t n, const char *fmt, va_list ap)
 	if (n > 0)
 		buf[s.len < n ? s.len : n - 1] = 0;
 	return s.len > (size_t)INT32_MAX ? INT32_MAX : (int)s.len;
+}
+
+int nc__vfmt(char *buf, size_t n, const char *fmt, va_list ap)
+{
+	/* a copy the phases share by pointer: where va_list is an array
+	 * (x86-64), a parameter's address is not a va_list * */
+	va_list aq;
+	va_copy(aq, ap);
+	int r = format(buf, n, fmt, &aq);
+	va_end(aq);
+	return r;
 }
 
 int nc__fmt(char *buf, size_t n, const char *fmt, ...)

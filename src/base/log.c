@@ -151,6 +151,70 @@ static const char *skip_flags_width(const char *p, struct report *r, va_list *ap
 	return p;
 }
 
+/* Argument k, copied by type as its conversion conv and length modifier
+ * len say (a string into the report's own text); r->bad where it cannot be. */
+static void copy_arg(struct report *r, unsigned k, char conv, int len, va_list *ap)
+{
+	switch (conv) {
+	case 'd': case 'i': case 'c':
+		if (len == 1) {
+			r->type[k] = A_LONG;
+			r->a[k].i = va_arg(*ap, long);
+		} else if (len == 2) {
+			r->type[k] = A_LLONG;
+			r->a[k].i = va_arg(*ap, long long);
+		} else if (len == 3) {
+			r->type[k] = A_SIZE;
+			r->a[k].u = va_arg(*ap, size_t);
+		} else {
+			r->type[k] = A_INT;
+			r->a[k].i = va_arg(*ap, int);
+		}
+		break;
+	case 'u': case 'x': case 'X': case 'o':
+		if (len == 1) {
+			r->type[k] = A_ULONG;
+			r->a[k].u = va_arg(*ap, unsigned long);
+		} else if (len == 2) {
+			r->type[k] = A_ULLONG;
+			r->a[k].u = va_arg(*ap, unsigned long long);
+		} else if (len == 3) {
+			r->type[k] = A_SIZE;
+			r->a[k].u = va_arg(*ap, size_t);
+		} else {
+			r->type[k] = A_UINT;
+			r->a[k].u = va_arg(*ap, unsigned);
+		}
+		break;
+	case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A':
+		r->type[k] = A_DOUBLE;
+		r->a[k].d = va_arg(*ap, double);
+		break;
+	case 's': {
+		const char *s = va_arg(*ap, const char *);
+		r->type[k] = A_STR;
+		r->a[k].off = r->text_used;
+		size_t room = TEXTLEN - r->text_used, l = s ? strlen(s) : 6;
+		if (room == 0) {
+			r->bad = 1;
+			break;
+		}
+		if (l >= room)
+			l = room - 1;
+		memcpy(r->text + r->text_used, s ? s : "(null)", l);
+		r->text[r->text_used + l] = 0;
+		r->text_used += (unsigned)l + 1;
+		break;
+	}
+	case 'p':
+		r->type[k] = A_PTR;
+		r->a[k].p = va_arg(*ap, void *);
+		break;
+	default:
+		r->bad = 1;
+	}
+}
+
 static void capture(struct report *r, int level, const char *fmt, va_list ap0)
 {
 	va_list ap;
@@ -181,65 +245,7 @@ static void capture(struct report *r, int level, const char *fmt, va_list ap0)
 			r->bad = 1;
 			break;
 		}
-		unsigned k = r->n++;
-		switch (*p) {
-		case 'd': case 'i': case 'c':
-			if (len == 1) {
-				r->type[k] = A_LONG;
-				r->a[k].i = va_arg(ap, long);
-			} else if (len == 2) {
-				r->type[k] = A_LLONG;
-				r->a[k].i = va_arg(ap, long long);
-			} else if (len == 3) {
-				r->type[k] = A_SIZE;
-				r->a[k].u = va_arg(ap, size_t);
-			} else {
-				r->type[k] = A_INT;
-				r->a[k].i = va_arg(ap, int);
-			}
-			break;
-		case 'u': case 'x': case 'X': case 'o':
-			if (len == 1) {
-				r->type[k] = A_ULONG;
-				r->a[k].u = va_arg(ap, unsigned long);
-			} else if (len == 2) {
-				r->type[k] = A_ULLONG;
-				r->a[k].u = va_arg(ap, unsigned long long);
-			} else if (len == 3) {
-				r->type[k] = A_SIZE;
-				r->a[k].u = va_arg(ap, size_t);
-			} else {
-				r->type[k] = A_UINT;
-				r->a[k].u = va_arg(ap, unsigned);
-			}
-			break;
-		case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A':
-			r->type[k] = A_DOUBLE;
-			r->a[k].d = va_arg(ap, double);
-			break;
-		case 's': {
-			const char *s = va_arg(ap, const char *);
-			r->type[k] = A_STR;
-			r->a[k].off = r->text_used;
-			size_t room = TEXTLEN - r->text_used, l = s ? strlen(s) : 6;
-			if (room == 0) {
-				r->bad = 1;
-				break;
-			}
-			if (l >= room)
-				l = room - 1;
-			memcpy(r->text + r->text_used, s ? s : "(null)", l);
-			r->text[r->text_used + l] = 0;
-			r->text_used += (unsigned)l + 1;
-			break;
-		}
-		case 'p':
-			r->type[k] = A_PTR;
-			r->a[k].p = va_arg(ap, void *);
-			break;
-		default:
-			r->bad = 1;
-		}
+		copy_arg(r, r->n++, *p, len, &ap);
 	}
 	va_end(ap);
 }

@@ -237,6 +237,86 @@ static uint64_t wall_ahead_bound(void) NC_NO_TSA
 	return (uint64_t)nc__ref.real() + (uint64_t)__atomic_load_n(&wall.lead_ns, __ATOMIC_RELAXED);
 }
 
+/* The phase "decide" (at the top), for a tie after the first: whether
+ * the line follows a step of the system clock (returned), the difference
+ * from the old line at the tie (*err_out, ns) and whether the clock was
+ * set (*set_out). */
+static int decide(const struct nc__epoch *old, uint64_t t, const struct tie *ti, int why,
+		  double *err_out, int *set_out) NC_REQUIRES(nc__lib_lock)
+{
+	double err =
+		(double)(int64_t)((uint64_t)ti->real_at_mid - nc__epoch_extended(old, ti->b.mid));
+	double slewable = MAX_WALL_SLEW * wall.period_ns + ti->hw;
+	int set, step;
+	if (why == WHY_SET) {
+		/* a set: a step as soon as the difference exceeds what the line
+		 * may differ by without one (both ties' half-widths, the
+		 * previous correction still being slewed in, and 1 us), as
+		 * CLOCK_REALTIME steps — where REALTIME's offset from
+		 * MONOTONIC moved, which only a set does.  A notice with the
+		 * offset unmoved (a set to the same time, or an application's
+		 * nc_unix_retie while the kernel slews the clock: the line
+		 * then lags the rate by up to a period's slew) steps nothing */
+		set = fabs((double)(ti->off - wall.off)) > ti->hw + wall.hw_ns + 1000;
+		step = set && fabs(err) > 2 * ti->hw + wall.hw_ns + fabs(wall.err_ns) + 1000;
+	} else {
+		/* a period ended: a step back only where the system clock was
+		 * set, which REALTIME's offset from MONOTONIC says (a rate
+		 * change, ADJ_TICK's up to 10%, never moves it), and where the
+		 * line is that far ahead, or the counter went back with the
+		 * clock (the gettimeofday counter); a line that far behind
+		 * steps forward, which keeps it monotonic */
+		set = !wall.have || fabs((double)(ti->off - wall.off)) > slewable + wall.hw_ns;
+		step = err > slewable || /* behind: forward, never back */
+		       (set && (-err > slewable || (int64_t)(t - old->t0) < 0));
+	}
+	*err_out = err;
+	*set_out = set;
+	return step;
+}
+
+/* The next epoch where the tie is late (nobody asked for a while): re-tie
+ * at the tie, never below what readers may have been handed, slewing any
+ * rest.  L: old's end; behind: the read that asked is before old's start. */
+static void late_epoch(const struct nc__epoch *old, uint64_t L, const struct tie *ti, double rate,
+		       int behind, struct nc__epoch *e) NC_REQUIRES(nc__lib_lock)
+{
+	uint64_t floor_v = nc__timeline_reader_value(&nc__wall_timeline, old, ti->b.mid);
+	uint64_t v = (uint64_t)ti->real_at_mid;
+	double adj = 0;
+	if ((int64_t)(v - floor_v) < 0) {
+		adj = -(double)(int64_t)(floor_v - v) / wall.period_ns;
+		v = floor_v;
+	}
+	e->t0 = ti->b.mid;
+	nc__slope_from_ns(rate * (1 + fmax(-MAX_WALL_SLEW, adj)), e);
+	if (!behind && ti->b.mid - L <= nc__epoch_horizon_ticks(old))
+		nc__clamp_slope(old, e); /* readers past L were handed at least this */
+	e->c0 = nc__c0_for(e->t0, v, e->mi, e->mf);
+}
+
+/* The next epoch where the tie is on time: continue from old's end L,
+ * meeting the system clock a period (span ticks) on; t: the read that
+ * asked, mid_epoch: before L. */
+static void on_time_epoch(const struct nc__epoch *old, uint64_t L, uint64_t t, const struct tie *ti,
+			  double rate, uint64_t span, int mid_epoch, struct nc__epoch *e)
+	NC_REQUIRES(nc__lib_lock)
+{
+	uint64_t cl = nc__epoch_end_value(old);
+	/* differences first: an absolute Unix time has a 256 ns ulp in a double */
+	double err_l = (double)(int64_t)((uint64_t)ti->real_at_mid - cl) +
+		       (double)(int64_t)(L - ti->b.mid) * rate;
+	double len_ns = ((double)(int64_t)(t - L > 0 && !mid_epoch ? t - L : 0) + (double)span) *
+			rate;
+	double adj = err_l / len_ns;
+	adj = fmax(adj < -MAX_WALL_SLEW * 1.5 ? -MAX_BACK_SLEW : -MAX_WALL_SLEW,
+		   fmin(MAX_WALL_SLEW, adj));
+	e->t0 = L;
+	nc__slope_from_ns(rate * (1 + adj), e);
+	nc__clamp_slope(old, e); /* readers past L were handed at least this */
+	e->c0 = nc__c0_for(e->t0, cl, e->mi, e->mf);
+}
+
 /* ---- wall_update: the phases in order ----
  * old: the published epoch, or NULL for the first tie; t: the read that
  * asked for it. */
@@ -251,40 +331,15 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why) NC_REQ
 
 	/* decide */
 	double err = 0;
-	int step = old == NULL, set = 0;
+	int set = 0;
+	int step = old ? decide(old, t, &ti, why, &err, &set) : 1;
 	double stepped = 0; /* the step followed, ns (for the listener) */
-	if (old) {
-		err = (double)(int64_t)((uint64_t)ti.real_at_mid - nc__epoch_extended(old, ti.b.mid));
-		double slewable = MAX_WALL_SLEW * wall.period_ns + ti.hw;
-		if (why == WHY_SET) {
-			/* a set: a step as soon as the difference exceeds what the line
-			 * may differ by without one (both ties' half-widths, the
-			 * previous correction still being slewed in, and 1 us), as
-			 * CLOCK_REALTIME steps — where REALTIME's offset from
-			 * MONOTONIC moved, which only a set does.  A notice with the
-			 * offset unmoved (a set to the same time, or an application's
-			 * nc_unix_retie while the kernel slews the clock: the line
-			 * then lags the rate by up to a period's slew) steps nothing */
-			set = fabs((double)(ti.off - wall.off)) > ti.hw + wall.hw_ns + 1000;
-			step = set && fabs(err) > 2 * ti.hw + wall.hw_ns + fabs(wall.err_ns) + 1000;
-		} else {
-			/* a period ended: a step back only where the system clock was
-			 * set, which REALTIME's offset from MONOTONIC says (a rate
-			 * change, ADJ_TICK's up to 10%, never moves it), and where the
-			 * line is that far ahead, or the counter went back with the
-			 * clock (the gettimeofday counter); a line that far behind
-			 * steps forward, which keeps it monotonic */
-			set = !wall.have || fabs((double)(ti.off - wall.off)) > slewable + wall.hw_ns;
-			step = err > slewable || /* behind: forward, never back */
-			       (set && (-err > slewable || (int64_t)(t - old->t0) < 0));
-		}
-		/* A set with nothing to follow (a set to the same time): keep the
-		 * line, which the next refresh slews on schedule.  A re-tie inside
-		 * the epoch cannot lower its slope: readers still on the old copy
-		 * would be handed more than its successor. */
-		if (why == WHY_SET && !step)
-			return;
-	}
+	/* A set with nothing to follow (a set to the same time): keep the
+	 * line, which the next refresh slews on schedule.  A re-tie inside
+	 * the epoch cannot lower its slope: readers still on the old copy
+	 * would be handed more than its successor. */
+	if (why == WHY_SET && !step)
+		return;
 	uint64_t L = old ? old->t0 + old->span : 0;
 	/* where the read that asked for the tie is: behind the epoch's start
 	 * (a reset counter), inside it (a set), or past its end */
@@ -317,35 +372,9 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why) NC_REQ
 		}
 		err = 0;
 	} else if (behind || (!mid_epoch && t - L > nc__epoch_horizon_ticks(old))) {
-		/* late (nobody asked for a while): re-tie at the tie, never below
-		 * what readers may have been handed, slewing any rest */
-		uint64_t floor_v = nc__timeline_reader_value(&nc__wall_timeline, old, ti.b.mid);
-		uint64_t v = (uint64_t)ti.real_at_mid;
-		double adj = 0;
-		if ((int64_t)(v - floor_v) < 0) {
-			adj = -(double)(int64_t)(floor_v - v) / wall.period_ns;
-			v = floor_v;
-		}
-		e.t0 = ti.b.mid;
-		nc__slope_from_ns(rate * (1 + fmax(-MAX_WALL_SLEW, adj)), &e);
-		if (!behind && ti.b.mid - L <= nc__epoch_horizon_ticks(old))
-			nc__clamp_slope(old, &e); /* readers past L were handed at least this */
-		e.c0 = nc__c0_for(e.t0, v, e.mi, e.mf);
+		late_epoch(old, L, &ti, rate, behind, &e);
 	} else {
-		/* on time: continue from L, meeting the system clock a period on */
-		uint64_t cl = nc__epoch_end_value(old);
-		/* differences first: an absolute Unix time has a 256 ns ulp in a double */
-		double err_l = (double)(int64_t)((uint64_t)ti.real_at_mid - cl) +
-			       (double)(int64_t)(L - ti.b.mid) * rate;
-		double len_ns = ((double)(int64_t)(t - L > 0 && !mid_epoch ? t - L : 0) + (double)span) *
-				rate;
-		double adj = err_l / len_ns;
-		adj = fmax(adj < -MAX_WALL_SLEW * 1.5 ? -MAX_BACK_SLEW : -MAX_WALL_SLEW,
-			   fmin(MAX_WALL_SLEW, adj));
-		e.t0 = L;
-		nc__slope_from_ns(rate * (1 + adj), &e);
-		nc__clamp_slope(old, &e); /* readers past L were handed at least this */
-		e.c0 = nc__c0_for(e.t0, cl, e.mi, e.mf);
+		on_time_epoch(old, L, t, &ti, rate, span, mid_epoch, &e);
 	}
 	e.span = ((int64_t)(t - e.t0) > 0 ? t - e.t0 : 0) + span;
 	publish(&e);

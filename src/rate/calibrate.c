@@ -284,34 +284,13 @@ static double sure_ppm(double wa, double wb, double slope, double span_y)
 	return 1e6 * ((wa + wb + 2) * 0.5 * slope + 2) / span_y;
 }
 
-/* Phase 3: the rate and its stated uncertainty from the fit so far.
- * The slope b is ns per tick, hz = 1e9 / b.  Its standard error is
- * sigma / sqrt(Sxx) if the scatter is independent from bracket to bracket.
- * It often is not (a timer catching up, an emulator, a core changing
- * speed), so the same error is also estimated from the bins' means, which
- * keep slow wander at full size, and the larger estimate is used.  The
- * stated uncertainty is 4 such standard errors plus a systematic term for
- * bracket widths drifting between the first and last quarter of the
- * window (the reference's place in the bracket moves with them). */
-static int fit_result(const struct fit *f, struct nc__calib *out)
+/* Phase 3a: the slope's standard error again from the batch means'
+ * residuals about the fitted line, which keep slow wander at full size
+ * (se: the brackets' own).  Returns the statement's statistical part, ns
+ * per tick; *nsum_out: the brackets in the bins. */
+static double bins_error(const struct fit *f, uint32_t n, double slope, double sigma, double se,
+			 double *nsum_out, struct nc__calib *out)
 {
-	uint32_t n = f->n;
-	if (n < 16 || f->last_y - f->first_y <= 0)
-		return NC_ECALIB; /* reference did not advance, or all brackets bad */
-	if (!(f->cxx > 0) || !(f->cxy > 0) || !(f->cxxa > 0))
-		return NC_ECALIB; /* counter did not advance with the reference */
-	double slope = f->cxy / f->cxx; /* ns per tick */
-	double sse = f->cyy - slope * f->cxy;
-	if (sse < 0)
-		sse = 0;
-	double sigma = n > 2 ? sqrt(sse / (n - 2)) : 0;
-	/* the reference is quantised to 1 ns: sigma cannot honestly be less */
-	if (sigma < 0.2887)
-		sigma = 0.2887;
-	/* the slope's errors at the positions with the gaps cut (fit_add) */
-	double se = sigma / sqrt(f->cxxa);
-
-	/* batch means' residuals about the fitted line */
 	double bss = 0, bxx = 0, nsum = 0;
 	int used = 0;
 	for (int k = 0; k < f->nbins; k++) {
@@ -339,19 +318,21 @@ static int fit_result(const struct fit *f, struct nc__calib *out)
 	double sd_a = sigma / sqrt((double)n);
 	double sd_ab = used > 2 ? sqrt(bss / (used - 2) / nsum) : sd_a;
 	out->anchor_sd_ns = sd_ab > sd_a ? sd_ab : sd_a;
+	*nsum_out = nsum;
+	return stat_ns;
+}
 
-	out->hz = 1e9 / slope;
-	if (!(out->hz > 0) || !isfinite(out->hz))
-		return NC_ECALIB;
-	/* width drift: first and last quarter of the bins in use.  The mean
-	 * widths of the two quarters differ by chance too (an accepted bracket
-	 * may be up to twice the narrowest): only a difference beyond 4 of its
-	 * standard errors is evidence of a trend, and counts in full; a trend
-	 * hidden below that can bias the slope by at most half of it over the
-	 * distance, which is added in quadrature with the slope's own error.
-	 * (Counted in full, the chance part alone kept the first calibration
-	 * going twice as long after an idle spell: 0.5-2 ppm of "drift" in
-	 * windows where the slope's error was already below 1 ppm.) */
+/* Phase 3b, width drift: first and last quarter of the bins in use.  The mean
+ * widths of the two quarters differ by chance too (an accepted bracket
+ * may be up to twice the narrowest): only a difference beyond 4 of its
+ * standard errors is evidence of a trend, and counts in full; a trend
+ * hidden below that can bias the slope by at most half of it over the
+ * distance, which is added in quadrature with the slope's own error.
+ * (Counted in full, the chance part alone kept the first calibration
+ * going twice as long after an idle spell: 0.5-2 ppm of "drift" in
+ * windows where the slope's error was already below 1 ppm.) */
+static void width_drift(const struct fit *f, double *drift_out, double *hidden_out)
+{
 	int quarter = f->nbins / 4 > 0 ? f->nbins / 4 : 1;
 	/* count, sum x (gaps cut), sum width, sum width^2 */
 	double q[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
@@ -377,6 +358,44 @@ static int fit_result(const struct fit *f, struct nc__calib *out)
 		drift = (dw > noise ? dw - noise : 0) / 2 / dist;
 		drift_hidden = (dw < noise ? dw : noise) / 2 / dist;
 	}
+	*drift_out = drift;
+	*hidden_out = drift_hidden;
+}
+
+/* Phase 3: the rate and its stated uncertainty from the fit so far.
+ * The slope b is ns per tick, hz = 1e9 / b.  Its standard error is
+ * sigma / sqrt(Sxx) if the scatter is independent from bracket to bracket.
+ * It often is not (a timer catching up, an emulator, a core changing
+ * speed), so the same error is also estimated from the bins' means, which
+ * keep slow wander at full size, and the larger estimate is used.  The
+ * stated uncertainty is 4 such standard errors plus a systematic term for
+ * bracket widths drifting between the first and last quarter of the
+ * window (the reference's place in the bracket moves with them). */
+static int fit_result(const struct fit *f, struct nc__calib *out)
+{
+	uint32_t n = f->n;
+	if (n < 16 || f->last_y - f->first_y <= 0)
+		return NC_ECALIB; /* reference did not advance, or all brackets bad */
+	if (!(f->cxx > 0) || !(f->cxy > 0) || !(f->cxxa > 0))
+		return NC_ECALIB; /* counter did not advance with the reference */
+	double slope = f->cxy / f->cxx; /* ns per tick */
+	double sse = f->cyy - slope * f->cxy;
+	if (sse < 0)
+		sse = 0;
+	double sigma = n > 2 ? sqrt(sse / (n - 2)) : 0;
+	/* the reference is quantised to 1 ns: sigma cannot honestly be less */
+	if (sigma < 0.2887)
+		sigma = 0.2887;
+	/* the slope's errors at the positions with the gaps cut (fit_add) */
+	double se = sigma / sqrt(f->cxxa);
+	double nsum;
+	double stat_ns = bins_error(f, n, slope, sigma, se, &nsum, out);
+
+	out->hz = 1e9 / slope;
+	if (!(out->hz > 0) || !isfinite(out->hz))
+		return NC_ECALIB;
+	double drift, drift_hidden;
+	width_drift(f, &drift, &drift_hidden);
 	double stat = stat_ns / slope;
 	double span_y = f->last_y - f->first_y;
 	double sw = 0;

@@ -188,36 +188,15 @@ static int parse_name(struct parse *ps, const unsigned char *p, size_t n, uint64
 	return 0;
 }
 
-/* A block: its records are walked and checked, and its events counted.
- * p: the block header after the record header, n bytes; at: the file
- * offset of p. */
-static int parse_block(struct parse *ps, const unsigned char *p, size_t n, uint64_t off,
-		       uint64_t at)
+/* A block's records (d, len bytes; o: the block's file offset), each
+ * checked, its events counted into thread t and the totals; the count
+ * must be the nev the header states. */
+static int walk_records(struct parse *ps, struct nc__tr_thread *t, const unsigned char *d,
+			size_t len, unsigned long long o, uint64_t nev)
 {
 	struct nc_trace_reader *r = ps->r;
 	struct nc_trace_info *in = &r->info;
-	unsigned long long o = off;
-	if (n < NC__TR_BLOCK_HDR - 8)
-		return fail(ps->why, ps->whylen, NC_TRACE_EFORMAT,
-			    "corrupt: block at byte %llu is too short", o);
-	uint32_t ti = nc__get32(p);
-	if (ti >= r->nth)
-		return fail(ps->why, ps->whylen, NC_TRACE_EFORMAT,
-			    "corrupt: block at byte %llu belongs to undeclared thread %u", o, ti);
-	struct nc__tr_thread *t = &r->th[ti];
-	uint64_t first_seq = nc__get64(p + 16);
-	uint64_t nev = nc__get64(p + 32) & 0xffffffffu;
-	if (t->info.blocks > 0 && first_seq < t->next_seq)
-		return fail(ps->why, ps->whylen, NC_TRACE_EFORMAT,
-			    "corrupt: block at byte %llu: thread %u's sequence goes back from %llu to "
-			    "%llu",
-			    o, ti, (unsigned long long)t->next_seq, (unsigned long long)first_seq);
-	if (first_seq > UINT64_MAX - nev)
-		return fail(ps->why, ps->whylen, NC_TRACE_EFORMAT,
-			    "corrupt: block at byte %llu: sequence numbers overflow", o);
-	/* the records */
-	const unsigned char *d = p + (NC__TR_BLOCK_HDR - 8);
-	size_t len = n - (NC__TR_BLOCK_HDR - 8), pos = 0;
+	size_t pos = 0;
 	uint64_t base = 0, count = 0;
 	int have_base = 0;
 	while (pos < len) {
@@ -283,6 +262,40 @@ static int parse_block(struct parse *ps, const unsigned char *p, size_t n, uint6
 		return fail(ps->why, ps->whylen, NC_TRACE_EFORMAT,
 			    "corrupt: block at byte %llu holds %llu events, its header says %llu", o,
 			    (unsigned long long)count, (unsigned long long)nev);
+	return 0;
+}
+
+/* A block: its records are walked and checked, and its events counted.
+ * p: the block header after the record header, n bytes; at: the file
+ * offset of p. */
+static int parse_block(struct parse *ps, const unsigned char *p, size_t n, uint64_t off,
+		       uint64_t at)
+{
+	struct nc_trace_reader *r = ps->r;
+	struct nc_trace_info *in = &r->info;
+	unsigned long long o = off;
+	if (n < NC__TR_BLOCK_HDR - 8)
+		return fail(ps->why, ps->whylen, NC_TRACE_EFORMAT,
+			    "corrupt: block at byte %llu is too short", o);
+	uint32_t ti = nc__get32(p);
+	if (ti >= r->nth)
+		return fail(ps->why, ps->whylen, NC_TRACE_EFORMAT,
+			    "corrupt: block at byte %llu belongs to undeclared thread %u", o, ti);
+	struct nc__tr_thread *t = &r->th[ti];
+	uint64_t first_seq = nc__get64(p + 16);
+	uint64_t nev = nc__get64(p + 32) & 0xffffffffu;
+	if (t->info.blocks > 0 && first_seq < t->next_seq)
+		return fail(ps->why, ps->whylen, NC_TRACE_EFORMAT,
+			    "corrupt: block at byte %llu: thread %u's sequence goes back from %llu to "
+			    "%llu",
+			    o, ti, (unsigned long long)t->next_seq, (unsigned long long)first_seq);
+	if (first_seq > UINT64_MAX - nev)
+		return fail(ps->why, ps->whylen, NC_TRACE_EFORMAT,
+			    "corrupt: block at byte %llu: sequence numbers overflow", o);
+	size_t len = n - (NC__TR_BLOCK_HDR - 8);
+	int rc = walk_records(ps, t, p + (NC__TR_BLOCK_HDR - 8), len, o, nev);
+	if (rc)
+		return rc;
 	if (grow((void **)&t->blk, &t->cap, t->nblk, sizeof(*t->blk)))
 		return fail(ps->why, ps->whylen, NC_TRACE_ENOMEM, "out of memory");
 	struct nc__tr_block *b = &t->blk[t->nblk++];
@@ -429,14 +442,15 @@ static uint64_t needed(uint32_t type, uint32_t n)
 	return want < n ? want : n;
 }
 
-static int parse(struct parse *ps)
+/* The file header, the signature first, before anything is trusted or
+ * allocated; *hl: its length, where the records start. */
+static int parse_header(struct parse *ps, uint32_t *hl_out)
 {
 	struct nc_trace_reader *r = ps->r;
 	uint64_t len = r->size;
 	unsigned char h[NC__TR_FILE_HDR];
 	if (len == 0)
 		return fail(ps->why, ps->whylen, NC_TRACE_EFORMAT, "empty file");
-	/* the signature first, before anything is trusted or allocated */
 	if (nc__tr_pread(r, 0, h, len < sizeof(h) ? (size_t)len : sizeof(h)))
 		return fail(ps->why, ps->whylen, NC_TRACE_EIO, "read error: %s", strerror(errno));
 	if (len < 8 || memcmp(h, NC__TR_MAGIC, 8) != 0)
@@ -461,9 +475,51 @@ static int parse(struct parse *ps)
 		return fail(ps->why, ps->whylen, NC_TRACE_EFORMAT,
 			    "corrupt: file header length %u (file of %llu bytes)", hl,
 			    (unsigned long long)len);
+	*hl_out = hl;
+	return 0;
+}
+
+/* One record's body, as much of it as the parser reads (into *buf, grown
+ * as needed), handed to the parser of its type. */
+static int parse_record(struct parse *ps, unsigned char **buf, size_t *cap, uint32_t type,
+			uint32_t n, uint64_t off)
+{
+	size_t want = (size_t)needed(type, n) - 8;
+	if (want > *cap) {
+		unsigned char *nb = realloc(*buf, want);
+		if (!nb)
+			return fail(ps->why, ps->whylen, NC_TRACE_ENOMEM, "out of memory");
+		*buf = nb;
+		*cap = want;
+	}
+	if (want && nc__tr_pread(ps->r, off + 8, *buf, want))
+		return fail(ps->why, ps->whylen, NC_TRACE_EIO, "read error: %s", strerror(errno));
+	const unsigned char *b = *buf;
+	switch (type) {
+	case NC__TR_DOMAIN: return parse_domain(ps, b, want, off);
+	case NC__TR_THREAD: return parse_thread(ps, b, want, off);
+	case NC__TR_NAME: return parse_name(ps, b, want, off);
+	case NC__TR_BLOCK: return parse_block(ps, b, want, off, off + 8);
+	case NC__TR_END:
+		return ps->r->info.closed
+			       ? fail(ps->why, ps->whylen, NC_TRACE_EFORMAT,
+				      "corrupt: a second totals record at byte %llu",
+				      (unsigned long long)off)
+			       : parse_end(ps, b, (uint64_t)n - 8, off, off + 8);
+	default: return 0; /* a record type of a later minor version */
+	}
+}
+
+static int parse(struct parse *ps)
+{
+	struct nc_trace_reader *r = ps->r;
+	uint64_t len = r->size;
+	uint32_t hl = 0; /* set by parse_header where rc is 0 (gcc cannot tell) */
+	int rc = parse_header(ps, &hl);
+	if (rc)
+		return rc;
 	unsigned char *buf = NULL;
 	size_t cap = 0;
-	int rc = 0;
 	uint64_t off = hl;
 	r->complete = 1;
 	r->used = len;
@@ -523,33 +579,7 @@ static int parse(struct parse *ps)
 				  "corrupt: record at byte %llu after the totals record", o);
 			break;
 		}
-		/* the body, as much of it as the parser reads */
-		size_t want = (size_t)needed(type, n) - 8;
-		if (want > cap) {
-			unsigned char *nb = realloc(buf, want);
-			if (!nb) {
-				rc = fail(ps->why, ps->whylen, NC_TRACE_ENOMEM, "out of memory");
-				break;
-			}
-			buf = nb;
-			cap = want;
-		}
-		if (want && nc__tr_pread(r, off + 8, buf, want)) {
-			rc = fail(ps->why, ps->whylen, NC_TRACE_EIO, "read error: %s", strerror(errno));
-			break;
-		}
-		switch (type) {
-		case NC__TR_DOMAIN: rc = parse_domain(ps, buf, want, off); break;
-		case NC__TR_THREAD: rc = parse_thread(ps, buf, want, off); break;
-		case NC__TR_NAME: rc = parse_name(ps, buf, want, off); break;
-		case NC__TR_BLOCK: rc = parse_block(ps, buf, want, off, off + 8); break;
-		case NC__TR_END:
-			rc = r->info.closed ? fail(ps->why, ps->whylen, NC_TRACE_EFORMAT,
-						   "corrupt: a second totals record at byte %llu", o)
-					    : parse_end(ps, buf, (uint64_t)n - 8, off, off + 8);
-			break;
-		default: break; /* a record type of a later minor version */
-		}
+		rc = parse_record(ps, &buf, &cap, type, n, off);
 		off += n;
 	}
 	free(buf);

@@ -143,6 +143,37 @@ static int read_page(struct page *pg) NC_REQUIRES(nc__lib_lock)
 	return -1;
 }
 
+/* The fix from a usable page: the line and the page at one counter value,
+ * their difference and the page's stated error its bound. */
+static void line_against_page(struct nc__utc_fix *f, const struct page *pg)
+	NC_REQUIRES(nc__lib_lock)
+{
+	struct nc_impl_copy ln;
+	nc__latch_read_line(&nc_impl_g.wall, &ln);
+	uint64_t t = nc__counter_read();
+	struct nc__epoch e = {ln.t0, ln.span, ln.c0, ln.mul_int, ln.mul_frac};
+	int64_t line_ns = (int64_t)nc__epoch_extended(&e, t);
+	/* the page: time + (t - counter) * period, in ns; the difference taken
+	 * in integers first (a Unix time in ns has a 256 ns ulp in a double) */
+	double per_ns = ldexp((double)pg->period, -(64 + pg->shift)) * 1e9; /* ns per tick */
+	double dt = (double)(int64_t)(t - pg->counter);
+	double page_frac_ns = ldexp((double)pg->time_frac, -64) * 1e9 + dt * per_ns;
+	double diff = (double)(line_ns - (int64_t)pg->time_s * 1000000000) - page_frac_ns;
+	double rate_err = (pg->flags & FLAG_PERIOD_MAXERROR_VALID)
+				  ? ldexp((double)pg->maxerr_rate, -(64 + pg->shift)) * 1e9
+				  : per_ns * 50e-6; /* unstated: the counters' usual +-50 ppm */
+	double line_per = ((double)ln.mul_int + ldexp((double)ln.mul_frac, -64));
+	f->status = pg->status == 2 ? NC_UTC_SYNCHRONISED : NC_UTC_FREE_RUNNING;
+	f->bound_ns = fabs(diff) + (double)pg->maxerr_ns + fabs(dt) * rate_err + 1;
+	f->slew_ns = 0; /* the line itself was measured against the page */
+	f->on_line = 1;
+	f->drift_ppm = (fabs(line_per - per_ns) + rate_err) / per_ns * 1e6;
+	f->q_tick = t;
+	f->as_of_ns = line_ns - (int64_t)diff;
+	nc__fmt(f->why, sizeof(f->why), "VMClock: maximum error %llu ns, the line %+.0f ns off the "
+		"page", (unsigned long long)pg->maxerr_ns, diff);
+}
+
 static int vm_ask(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__lib_lock)
 {
 	(void)wait_ms;
@@ -199,31 +230,7 @@ static int vm_ask(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__lib_loc
 	}
 	vm.marker = pg.marker;
 	vm.have_marker = 1;
-	/* the line and the page at one counter value */
-	struct nc_impl_copy ln;
-	nc__latch_read_line(&nc_impl_g.wall, &ln);
-	uint64_t t = nc__counter_read();
-	struct nc__epoch e = {ln.t0, ln.span, ln.c0, ln.mul_int, ln.mul_frac};
-	int64_t line_ns = (int64_t)nc__epoch_extended(&e, t);
-	/* the page: time + (t - counter) * period, in ns; the difference taken
-	 * in integers first (a Unix time in ns has a 256 ns ulp in a double) */
-	double per_ns = ldexp((double)pg.period, -(64 + pg.shift)) * 1e9; /* ns per tick */
-	double dt = (double)(int64_t)(t - pg.counter);
-	double page_frac_ns = ldexp((double)pg.time_frac, -64) * 1e9 + dt * per_ns;
-	double diff = (double)(line_ns - (int64_t)pg.time_s * 1000000000) - page_frac_ns;
-	double rate_err = (pg.flags & FLAG_PERIOD_MAXERROR_VALID)
-				  ? ldexp((double)pg.maxerr_rate, -(64 + pg.shift)) * 1e9
-				  : per_ns * 50e-6; /* unstated: the counters' usual +-50 ppm */
-	double line_per = ((double)ln.mul_int + ldexp((double)ln.mul_frac, -64));
-	f->status = pg.status == 2 ? NC_UTC_SYNCHRONISED : NC_UTC_FREE_RUNNING;
-	f->bound_ns = fabs(diff) + (double)pg.maxerr_ns + fabs(dt) * rate_err + 1;
-	f->slew_ns = 0; /* the line itself was measured against the page */
-	f->on_line = 1;
-	f->drift_ppm = (fabs(line_per - per_ns) + rate_err) / per_ns * 1e6;
-	f->q_tick = t;
-	f->as_of_ns = line_ns - (int64_t)diff;
-	nc__fmt(f->why, sizeof(f->why), "VMClock: maximum error %llu ns, the line %+.0f ns off the "
-		"page", (unsigned long long)pg.maxerr_ns, diff);
+	line_against_page(f, &pg);
 	return 1;
 }
 

@@ -93,6 +93,9 @@ HEADERS := $(sort $(wildcard include/*.h include/*.hpp))
 # The tool: every file in tools/ and bench/ (CMakeLists.txt globs the same).
 TOOL_SRC := $(sort $(wildcard tools/*.c) $(wildcard bench/*.c))
 TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/%.o)
+# the tool sees only the public headers (and its own): the compiler
+# refuses an include of the library's internals
+$(TOOL_OBJ): ALL_CFLAGS = $(filter-out -Isrc,$(BASE_CFLAGS)) $(CPPFLAGS) $(CFLAGS)
 
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)

@@ -4,8 +4,8 @@
  * (they link the static archive).  The library's own files never include
  * it: each includes the headers of what it uses, and dependencies run one
  * way: base <- counter <- rate <- clock <- the top (init, api, info);
- * sync and trace sit beside clock (python3 ../shared/tools/cycles.py
- * build checks it from the objects' symbols). */
+ * shared, utc, sync and trace sit between (scripts/check-layers checks
+ * the order from the objects' symbols). */
 #ifndef NC_INTERNAL_H
 #define NC_INTERNAL_H
 

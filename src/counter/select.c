@@ -363,6 +363,35 @@ static void skip_candidate(struct nc_candidate *cands, const struct nc__counter 
 	sel_state.stated_n[i] = -1;
 }
 
+/* The hardware counter a shared record names, checked as any candidate is
+ * (RECORD_READS reads) and taken, the others left unmeasured: 1, or 0 with
+ * its candidate cleared for the full selection. */
+static int take_recorded(const struct nc__machine *m, const struct nc__counter *hw,
+			 const struct nc__counter *const *list, int n, struct nc_candidate *cands,
+			 struct nc__selection *sel) NC_REQUIRES(nc__lib_lock)
+{
+	int h = -1;
+	for (int i = 0; i < n; i++)
+		if (list[i] == hw)
+			h = i;
+	if (h < 0)
+		return 0;
+	evaluate_one(m, list[h], &cands[h], h, RECORD_READS);
+	if (cands[h].status != NC_CAND_USABLE) {
+		memset(&cands[h], 0, sizeof(cands[h]));
+		return 0;
+	}
+	for (int i = 0; i < n; i++) {
+		if (i == h)
+			continue;
+		skip_candidate(cands, list, i);
+		nc__fmt(cands[i].reason, sizeof(cands[i].reason),
+			 "not measured: the shared record's counter (%s) was taken", hw->name);
+	}
+	set_selected(cands, h, sel);
+	return 1;
+}
+
 void nc__select(const struct nc__machine *m, const struct nc__registered *reg,
 		const char *env_counter, const char *prefer, struct nc_candidate *cands, int *n_out,
 		struct nc__selection *sel)
@@ -381,28 +410,8 @@ void nc__select(const struct nc__machine *m, const struct nc__registered *reg,
 	 * largest cost after the calibration the record also saves). */
 	const struct nc__counter *hw = nc__hw_counter(m);
 	if (prefer && hw && !reg->app && reg->ntest == 0 && !(env_counter && *env_counter) &&
-	    strcmp(prefer, hw->name) == 0) {
-		int h = -1;
-		for (int i = 0; i < n; i++)
-			if (list[i] == hw)
-				h = i;
-		if (h >= 0) {
-			evaluate_one(m, list[h], &cands[h], h, RECORD_READS);
-			if (cands[h].status == NC_CAND_USABLE) {
-				for (int i = 0; i < n; i++) {
-					if (i == h)
-						continue;
-					skip_candidate(cands, list, i);
-					nc__fmt(cands[i].reason, sizeof(cands[i].reason),
-						 "not measured: the shared record's counter (%s) was taken",
-						 prefer);
-				}
-				set_selected(cands, h, sel);
-				return;
-			}
-			memset(&cands[h], 0, sizeof(cands[h]));
-		}
-	}
+	    strcmp(prefer, hw->name) == 0 && take_recorded(m, hw, list, n, cands, sel))
+		return;
 	/* Nothing forced, no counter of the application's or the tests': the
 	 * hardware counter first, and if its score is below every other
 	 * candidate's penalty, those cannot win whatever they measure (a score

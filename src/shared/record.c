@@ -269,10 +269,10 @@ static const char *implausible(const struct rec *r, int64_t now)
 	return NULL;
 }
 
-/* Reads the record at path and checks all that does not need the counter:
- * 1, or 0 with why. */
-static int load_record(const char *path, const struct nc__config *cfg, struct rec *r, char *why,
-		       size_t len) NC_REQUIRES(nc__lib_lock)
+/* The file at path, opened without following a link and read if it is a
+ * regular file of a record's size, owned by root or this user and
+ * writable by no one else: 1, or 0 with why. */
+static int read_file(const char *path, struct rec *r, char *why, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
@@ -309,9 +309,16 @@ static int load_record(const char *path, const struct nc__config *cfg, struct re
 		memcpy(r, buf, sizeof(*r));
 	}
 	close(fd);
-	if (n != (ssize_t)sizeof(*r))
-		return 0;
+	return n == (ssize_t)sizeof(*r);
+}
 
+/* Reads the record at path and checks all that does not need the counter:
+ * 1, or 0 with why. */
+static int load_record(const char *path, const struct nc__config *cfg, struct rec *r, char *why,
+		       size_t len) NC_REQUIRES(nc__lib_lock)
+{
+	if (!read_file(path, r, why, len))
+		return 0;
 	if (memcmp(r->magic, MAGIC, sizeof(MAGIC)) != 0) {
 		nc__fmt(why, len, "refused: not a nanoclock record");
 		return 0;
@@ -753,42 +760,35 @@ static int remove_dead_writers(const char *tmp, char *why, size_t len)
  * replaced is locked too: no other writer takes either for a dead
  * writer's leftover.  Async-signal-safe system calls only on a refresh's
  * path (why NULL). */
-static int write_rec(const char *path, struct rec *r, char *why, size_t len)
+/* The record write_rec replaces: opened, still the file replaceable()
+ * looked at, and locked; its generation followed in r.  The descriptor, or
+ * -1 with errno EBUSY. */
+static int lock_old(const char *path, const struct stat *id, struct rec *r, char *why, size_t len)
 {
-	char tmp[272];
-	size_t pl = strlen(path);
-	if (path[0] != '/' || pl + 5 > sizeof(tmp)) {
-		SAY("not an absolute path of at most %zu bytes", sizeof(tmp) - 5);
-		return NC_EINVAL;
+	struct stat st;
+	int old = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (old < 0 || fstat(old, &st) != 0 || st.st_dev != id->st_dev || st.st_ino != id->st_ino ||
+	    flock(old, LOCK_EX | LOCK_NB) != 0) {
+		if (old >= 0)
+			close(old);
+		SAY("another writer is busy (%s changed or is locked)", path);
+		errno = EBUSY;
+		return -1;
 	}
-	memcpy(tmp, path, pl);
-	memcpy(tmp + pl, ".new", 5);
-	struct stat id, st;
-	int there = replaceable(path, &id, why, len);
-	if (there < 0) {
-		errno = EEXIST;
-		return NC_ESYS;
-	}
-	/* the record replaced: locked, and its generation followed */
-	r->generation = 1;
-	int old = -1;
-	if (there) {
-		old = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-		if (old < 0 || fstat(old, &st) != 0 || st.st_dev != id.st_dev || st.st_ino != id.st_ino ||
-		    flock(old, LOCK_EX | LOCK_NB) != 0) {
-			if (old >= 0)
-				close(old);
-			SAY("another writer is busy (%s changed or is locked)", path);
-			errno = EBUSY;
-			return NC_ESYS;
-		}
-		struct rec o;
-		if (st.st_size == (off_t)sizeof(o) && pread(old, &o, sizeof(o), 0) == (ssize_t)sizeof(o) &&
-		    memcmp(o.magic, MAGIC, sizeof(MAGIC)) == 0 && rec_sum(&o) == o.checksum)
-			r->generation = o.generation + 1;
-	}
-	r->checksum = rec_sum(r);
-	struct stat mine;
+	struct rec o;
+	if (st.st_size == (off_t)sizeof(o) && pread(old, &o, sizeof(o), 0) == (ssize_t)sizeof(o) &&
+	    memcmp(o.magic, MAGIC, sizeof(MAGIC)) == 0 && rec_sum(&o) == o.checksum)
+		r->generation = o.generation + 1;
+	return old;
+}
+
+/* tmp, created by this writer (O_EXCL, a dead writer's left one removed),
+ * locked at once and still its own under the name: a writer that found it
+ * before the lock took it for a dead writer's and removed it.  The
+ * descriptor and *mine, or -1 with errno (EBUSY: another writer). */
+static int create_tmp(const char *tmp, struct stat *mine, char *why, size_t len)
+{
+	struct stat st;
 	int fd = -1, e = 0;
 	for (int attempt = 0; fd < 0; attempt++) {
 		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -801,20 +801,47 @@ static int write_rec(const char *path, struct rec *r, char *why, size_t len)
 			SAY("cannot create %s", tmp);
 		else if (attempt >= 2)
 			SAY("another writer is busy (%s exists)", tmp);
-		if (old >= 0)
-			close(old);
 		errno = e == EEXIST ? EBUSY : e;
-		return NC_ESYS;
+		return -1;
 	}
-	/* locked at once, and still ours under the name: a writer that found
-	 * it before the lock took it for a dead writer's and removed it */
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0 || fstat(fd, &mine) != 0 || lstat(tmp, &st) != 0 ||
-	    st.st_dev != mine.st_dev || st.st_ino != mine.st_ino) {
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0 || fstat(fd, mine) != 0 || lstat(tmp, &st) != 0 ||
+	    st.st_dev != mine->st_dev || st.st_ino != mine->st_ino) {
 		close(fd);
-		if (old >= 0)
-			close(old);
 		SAY("another writer is busy (%s taken)", tmp);
 		errno = EBUSY;
+		return -1;
+	}
+	return fd;
+}
+
+static int write_rec(const char *path, struct rec *r, char *why, size_t len)
+{
+	char tmp[272];
+	size_t pl = strlen(path);
+	if (path[0] != '/' || pl + 5 > sizeof(tmp)) {
+		SAY("not an absolute path of at most %zu bytes", sizeof(tmp) - 5);
+		return NC_EINVAL;
+	}
+	memcpy(tmp, path, pl);
+	memcpy(tmp + pl, ".new", 5);
+	struct stat id, st, mine;
+	int there = replaceable(path, &id, why, len);
+	if (there < 0) {
+		errno = EEXIST;
+		return NC_ESYS;
+	}
+	/* the record replaced: locked, and its generation followed */
+	r->generation = 1;
+	int old = -1;
+	if (there && (old = lock_old(path, &id, r, why, len)) < 0)
+		return NC_ESYS;
+	r->checksum = rec_sum(r);
+	int fd = create_tmp(tmp, &mine, why, len), e;
+	if (fd < 0) {
+		e = errno;
+		if (old >= 0)
+			close(old);
+		errno = e;
 		return NC_ESYS;
 	}
 	ssize_t n = write(fd, r, sizeof(*r));

@@ -181,6 +181,17 @@ if [ "$ncpu" -ge 2 ]; then
 		echo "FAIL: nanoclock check --probes 1 --rounds 1: exit $st (want 3, inconclusive): $(head -c 300 "$tmp/out")"
 	fi
 fi
+# one cold start's figures, as bench and scripts read them: time, rate,
+# stated uncertainty, status, source, page faults, a first touch's cost
+$RUN "$TOOL" bench --init-once >"$tmp/out" 2>"$tmp/err"
+st=$?
+if [ "$st" -eq 0 ] && [ ! -s "$tmp/err" ] && awk 'NF == 7 && $1 > 0 && $2 > 0 && $3 >= 0 &&
+    $4 == 0 && $6 ~ /^[0-9]+$/ && $7 > 0 { ok = 1 } END { exit !ok }' "$tmp/out"; then
+	pass=$((pass + 1))
+else
+	fail=$((fail + 1))
+	echo "FAIL: nanoclock bench --init-once: exit $st, printed '$(head -c 200 "$tmp/out")'"
+fi
 expect 0 "nanoclock --help" -- $RUN "$TOOL" --help
 expect 0 "nanoclock (no command: the usage)" -- $RUN "$TOOL"
 

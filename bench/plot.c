@@ -689,7 +689,6 @@ static int png_ok(const struct pdir *dir, const char *name)
 	return ok;
 }
 
-/* The plot, in the directory checked and opened */
 /* title.gp: the titles and notes the plots show */
 static int write_titles(const struct pdir *dir, double seconds, const struct calib_runs *cr,
 			const struct offsets *off, double ref_ppm)
@@ -762,6 +761,7 @@ static int draw(const struct pdir *dir)
 	return bad ? 1 : 0;
 }
 
+/* The plot, in the directory checked and opened */
 static int plot_in(const struct pdir *dir, double seconds, int quick)
 {
 	/* plot.gp first: an interrupted run leaves a directory recognised as

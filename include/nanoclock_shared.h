@@ -34,7 +34,7 @@ struct nc_shared_status {
 	double hz, ppm;         /* its rate and stated uncertainty */
 	int sync_verdict;       /* the cross-CPU check's NC_SYNC_*, -1 if none is recorded */
 	uint32_t sync_ncpus;
-	double sync_max_shift_ns;
+	double sync_max_shift_ns; /* INFINITY where the check bounded no shift */
 	double sync_age_s;      /* since that check ran */
 };
 

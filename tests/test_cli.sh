@@ -192,6 +192,15 @@ else
 	fail=$((fail + 1))
 	echo "FAIL: nanoclock bench --init-once: exit $st, printed '$(head -c 200 "$tmp/out")'"
 fi
+# a path that is not UTF-8 (a path may hold any byte) keeps info --json JSON
+bad_path="/tmp/nc-$(printf '\377')-$(printf '\303\251')"
+if NANOCLOCK_SHARED=$bad_path $RUN "$TOOL" info --json 2>"$tmp/err" |
+    python3 -c 'import json,sys; p=json.load(sys.stdin)["shared"]["path"]; assert p == "/tmp/nc-\ufffd-\u00e9", p'; then
+	pass=$((pass + 1))
+else
+	fail=$((fail + 1))
+	echo "FAIL: info --json with a path that is not UTF-8: not JSON, or the path not as expected: $(head -c 200 "$tmp/err")"
+fi
 expect 0 "nanoclock --help" -- $RUN "$TOOL" --help
 expect 0 "nanoclock (no command: the usage)" -- $RUN "$TOOL"
 

@@ -283,7 +283,9 @@ static void write_record(void)
 
 /* a record written after 2 s of use: a baseline of seconds, a rate known
  * to a few ppb (what a daemon gives) */
-static void write_refined_record(void)
+static void write_refined_record_sync(int verdict, double shift_ns);
+static void write_refined_record(void) { write_refined_record_sync(-1, 0); }
+static void write_refined_record_sync(int verdict, double shift_ns)
 {
 	/* a writer that fell back to an OS clock (calibration failed on a
 	 * busy or emulated machine) has nothing to write: exit 2; one whose
@@ -307,7 +309,7 @@ static void write_refined_record(void)
 				usleep(10000);
 			}
 			char why[160] = "";
-			int rc = nc_shared_publish(path, -1, 0, 0, why, sizeof(why));
+			int rc = nc_shared_publish(path, verdict, shift_ns, 2, why, sizeof(why));
 			if (rc != 0)
 				print_message("  nc_shared_publish: %s\n", why);
 			_exit(rc == 0 ? 0 : strstr(why, "a reader would refuse it") ? 2 : 1);
@@ -1436,6 +1438,41 @@ static void test_full_disk(void **state)
 			 WIFEXITED(st) ? WEXITSTATUS(st) : -1, st);
 }
 
+/* A record whose cross-CPU check bounded no shift (the daemon stores it
+ * as infinite): `nanoclock info --json` stays JSON (null, not "inf"), and
+ * the text says so.  The tool built beside this test, run as the tests
+ * run (NC_TEST_RUN: qemu-user for a cross build). */
+static void test_info_unbounded_shift(void **state)
+{
+	(void)state;
+	char self[512], cmd[2048], out[160];
+	ssize_t sn = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	assert_true(sn > 0);
+	self[sn] = 0;
+	*strrchr(self, '/') = 0;
+	const char *runner = getenv("NC_TEST_RUN");
+	if (!hw_counter())
+		SKIP("machine", "no hardware counter with a measured rate: a record has nothing to share");
+	write_refined_record_sync(NC_SYNC_INCONCLUSIVE, INFINITY);
+	snprintf(out, sizeof(out), "%s/info.json", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "NANOCLOCK_SHARED=%s %s %s/../nanoclock info --json > %s && python3 -c '"
+		 "import json,sys; s=json.load(open(sys.argv[1]))[\"shared\"]; "
+		 "assert s[\"adopted\"] == 1 and s[\"sync_max_shift_ns\"] is None, s' %s",
+		 path, runner ? runner : "", self, out, out);
+	int rc = system(cmd);
+	if (rc != 0)
+		fail_msg("info --json with an unbounded shift in the record: not JSON with null "
+			 "(status %d)", rc);
+	snprintf(cmd, sizeof(cmd),
+		 "NANOCLOCK_SHARED=%s %s %s/../nanoclock info | grep -q 'max shift not bounded'", path,
+		 runner ? runner : "", self);
+	if (system(cmd) != 0)
+		fail_msg("info's text does not say the record's shift is not bounded");
+	unlink(out);
+	fresh();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1453,6 +1490,7 @@ int main(void)
 		cmocka_unit_test(test_many_at_once),
 		cmocka_unit_test(test_trace_names_the_record),
 		cmocka_unit_test(test_full_disk),
+		cmocka_unit_test(test_info_unbounded_shift),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

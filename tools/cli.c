@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -29,17 +30,48 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The length of the well-formed UTF-8 sequence at p (RFC 3629: no
+ * overlong forms, no surrogates, at most U+10FFFF), or 0. */
+static int utf8_len(const unsigned char *p)
+{
+	int n;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	for (int i = 1; i < n; i++) /* a NUL ends it too: not a continuation byte */
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
+	    (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
+		return 0;
+	return n;
+}
+
+/* A JSON string; bytes that are not UTF-8 (a path can hold any) become
+ * U+FFFD, as JSON text must be UTF-8. */
 static void json_str(const char *s)
 {
 	putchar('"');
-	for (; s && *s; s++) {
-		unsigned char ch = (unsigned char)*s;
+	for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+		unsigned char ch = *p;
+		int n;
 		if (ch == '"' || ch == '\\')
 			printf("\\%c", ch);
 		else if (ch < 0x20)
 			printf("\\u%04x", ch);
-		else
+		else if (ch < 0x80)
 			putchar(ch);
+		else if ((n = utf8_len(p)) > 0) {
+			fwrite(p, 1, (size_t)n, stdout);
+			p += n - 1;
+		}
+		else
+			fputs("\\ufffd", stdout);
 	}
 	putchar('"');
 }
@@ -483,8 +515,12 @@ static void shared_json(const struct nc_shared_status *st)
 	       st->writer_pid, st->writer_uid, (unsigned long long)st->generation, st->age_s,
 	       st->baseline_s, st->hz, st->ppm);
 	json_str(st->sync_verdict >= 0 ? verdict_word(st->sync_verdict) : "none");
-	printf(", \"sync_max_shift_ns\": %.3f, \"sync_ncpus\": %u}", st->sync_max_shift_ns,
-	       st->sync_ncpus);
+	/* infinite where the check bounded no shift: JSON has no such number */
+	if (isfinite(st->sync_max_shift_ns))
+		printf(", \"sync_max_shift_ns\": %.3f", st->sync_max_shift_ns);
+	else
+		printf(", \"sync_max_shift_ns\": null");
+	printf(", \"sync_ncpus\": %u}", st->sync_ncpus);
 }
 
 /* The shared record: adopted, written, or why not. */
@@ -506,10 +542,13 @@ static void info_shared(const struct info_src *s, struct jobj *j)
 		       st.writer_uid, (unsigned long long)st.generation, st.age_s, st.hz / 1e6, st.ppm,
 		       st.baseline_s < 1 ? st.baseline_s * 1e3 : st.baseline_s,
 		       st.baseline_s < 1 ? "ms" : "s");
-	if (st.sync_verdict >= 0)
-		printf("               cross-CPU in the record: %s over %u CPUs, max shift %.1f ns, "
-		       "%.0f s ago\n",
-		       verdict_word(st.sync_verdict), st.sync_ncpus, st.sync_max_shift_ns, st.sync_age_s);
+	if (st.sync_verdict >= 0) {
+		char shift[48] = "not bounded";
+		if (isfinite(st.sync_max_shift_ns))
+			snprintf(shift, sizeof(shift), "%.1f ns", st.sync_max_shift_ns);
+		printf("               cross-CPU in the record: %s over %u CPUs, max shift %s, %.0f s "
+		       "ago\n", verdict_word(st.sync_verdict), st.sync_ncpus, shift, st.sync_age_s);
+	}
 }
 
 static void info_cost(const struct info_src *s, struct jobj *j)

@@ -38,8 +38,8 @@ static int64_t os_boot(void) { return nc__clock_ns(CLOCK_BOOTTIME); }
  * counts us per USER_HZ tick, and USER_HZ is 100 on every Linux
  * architecture this library builds for (1024 only on alpha and ia64).
  * sysconf(_SC_CLK_TCK) says the same number, but a start that asks it
- * touches two more pages of libc (~50 us on a nested guest where a first
- * touch costs ~25 us); test_timeline nominal_tick checks that the two agree. */
+ * touches two more pages of libc (~25 us on a nested guest where a first
+ * touch costs ~12 us); test_timeline nominal_tick checks that the two agree. */
 long nc__tick_nominal_us(void)
 {
 #if defined(__alpha__) || defined(__ia64__)

@@ -215,7 +215,7 @@ static void merge_bins(struct fit *f)
  * this (the process was preempted, or migrated, or its brackets were all
  * too wide) is a gap.  Above the interrupts of a quiet machine (10-75 us
  * on a KVM guest), below a time slice. */
-#define GAP_NS 100000.0
+#define GAP_NS NC__CALIB_GAP_NS
 
 /* How far the reference's place in a bracket may step, as a fraction of
  * the mean width (step 4 at the top): 1.6 ns of 52 measured (issue 26). */

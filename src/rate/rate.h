@@ -39,6 +39,8 @@ struct nc__calib_goal {
 	int64_t max_ns;      /* always stop here */
 	double target_ppm;   /* stop at the first checkpoint with ppm <= this (0: run to max) */
 };
+#define NC__CALIB_GAP_NS 100000.0 /* a gap between brackets: longer than this */
+
 struct nc__calib {
 	double hz;            /* ticks per second */
 	double ppm;           /* stated uncertainty (about 4 sigma) */
@@ -57,6 +59,9 @@ struct nc__calib {
 	 * from the scatter and from the bins (ppm), the width-drift terms
 	 * (ppm), bins used, active time (gaps cut, ns) */
 	double se_fit_ppm, se_bins_ppm, drift_ppm, drift_hidden_ppm, active_ns;
+	/* active time counts at most NC__CALIB_GAP_NS of each gap between
+	 * brackets: a calibration stopped at its cap is active for less than
+	 * the cap plus that (calibrate.c, GAP_NS) */
 	int bins;
 	/* mean width of the accepted brackets, ticks (0: unknown, as for a
 	 * shared record's calibration: accept_width stands in for it) */

@@ -754,12 +754,6 @@ static int remove_dead_writers(const char *tmp, char *why, size_t len)
 	return r;
 }
 
-/* PATH.new, created exclusively and locked, then put at PATH where nothing
- * is or over this user's record (never over anything else: replaceable).
- * The lock is held until the new record is in place, and the record
- * replaced is locked too: no other writer takes either for a dead
- * writer's leftover.  Async-signal-safe system calls only on a refresh's
- * path (why NULL). */
 /* The record write_rec replaces: opened, still the file replaceable()
  * looked at, and locked; its generation followed in r.  The descriptor, or
  * -1 with errno EBUSY. */
@@ -814,6 +808,12 @@ static int create_tmp(const char *tmp, struct stat *mine, char *why, size_t len)
 	return fd;
 }
 
+/* PATH.new, created exclusively and locked, then put at PATH where nothing
+ * is or over this user's record (never over anything else: replaceable).
+ * The lock is held until the new record is in place, and the record
+ * replaced is locked too: no other writer takes either for a dead
+ * writer's leftover.  Async-signal-safe system calls only on a refresh's
+ * path (why NULL). */
 static int write_rec(const char *path, struct rec *r, char *why, size_t len)
 {
 	char tmp[272];

@@ -22,6 +22,7 @@
 #include "child.h"
 #include "stated.h"
 #include "skip.h"
+#include "illegal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -36,23 +37,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static uint64_t illegal(void *ctx)
-{
-	(void)ctx;
-#if defined(__x86_64__) || defined(__i386__)
-	__asm__ __volatile__("ud2");
-#elif defined(__aarch64__)
-	__asm__ __volatile__(".inst 0x00000000");
-#elif defined(__powerpc64__)
-	__asm__ __volatile__(".long 0");
-#elif defined(__riscv)
-	__asm__ __volatile__("unimp");
-#else
-	raise(SIGILL);
-#endif
-	return 1;
-}
 
 /* Threads of this process, or -1 where /proc cannot tell. */
 static int count_threads(void)

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "skip.h"
+#include "run.h"
 
 #include "nanoclock.h"
 #include "nanoclock_info.h"
@@ -55,52 +56,28 @@ static int copy_file(const char *from, const char *to)
 	return close(out);
 }
 
-/* Runs prog --probe with envp, as uid/gid 65534 if drop; its output in out. */
+/* In the probe's child before its exec: a program with raised privileges
+ * ignores NANOCLOCK_SHARED and writes the user's record,
+ * /dev/shm/nanoclock-0-ARCH for root: the test's own /dev/shm (a tmpfs in
+ * a mount namespace), so that it never rewrites the real one (where
+ * namespaces are refused, as in some containers, it does); then, if asked,
+ * as uid/gid 65534. */
+static void probe_child(void *drop)
+{
+	if (unshare(CLONE_NEWNS) == 0 && mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) == 0 &&
+	    mount("none", "/dev/shm", "tmpfs", 0, "size=64k,mode=1777") == 0)
+		(void)!write(1, "shm=own ", 8);
+	if (*(int *)drop && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
+		_exit(3);
+}
+
+/* Runs prog --probe with envp, as uid/gid 65534 if drop (under an
+ * emulator, through it: binfmt_misc may not be there to run a foreign
+ * binary); its output in out. */
 static int run_probe(const char *prog, char *const envp[], int drop, char *out, size_t len)
 {
-	int fd[2];
-	assert_int_equal(pipe(fd), 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(fd[1], 1);
-		/* a program with raised privileges ignores NANOCLOCK_SHARED and
-		 * writes the user's record, /dev/shm/nanoclock-0-ARCH for root:
-		 * the test's own /dev/shm (a tmpfs in a mount namespace), so that
-		 * it never rewrites the real one (where namespaces are refused,
-		 * as in some containers, it does) */
-		if (unshare(CLONE_NEWNS) == 0 && mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) == 0 &&
-		    mount("none", "/dev/shm", "tmpfs", 0, "size=64k,mode=1777") == 0)
-			(void)!write(1, "shm=own ", 8);
-		if (drop && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
-			_exit(3);
-		/* under an emulator, through it: binfmt_misc may not be there to
-		 * run a foreign binary (execve then fails with ENOEXEC) */
-		char *argv[16];
-		int n = 0;
-		char emu[256] = "";
-		const char *e = getenv("NC_TEST_RUN");
-		if (e && e[0]) {
-			snprintf(emu, sizeof(emu), "%s", e);
-			for (char *tok = strtok(emu, " "); tok && n < 12; tok = strtok(NULL, " "))
-				argv[n++] = tok;
-		}
-		argv[n++] = (char *)prog;
-		argv[n++] = "--probe";
-		argv[n] = NULL;
-		execvpe(argv[0], argv, envp);
-		_exit(4);
-	}
-	close(fd[1]);
-	size_t got = 0;
-	ssize_t n;
-	while (got < len - 1 && (n = read(fd[0], out + got, len - 1 - got)) > 0)
-		got += (size_t)n;
-	out[got] = 0;
-	close(fd[0]);
-	int st = 0;
-	waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	const char *args[] = {"--probe", NULL};
+	return run_capture(prog, args, envp, probe_child, &drop, out, len);
 }
 
 /* A fingerprint of root's records in the real /dev/shm (names, sizes and

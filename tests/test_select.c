@@ -13,6 +13,7 @@
 #include "internal.h"
 #include "child.h"
 #include "stated.h"
+#include "illegal.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -92,22 +93,6 @@ static void test_resolution_ignores_rare_steps(void **state)
 }
 
 /* ---- test counters ---- */
-static uint64_t illegal(void *ctx)
-{
-	(void)ctx;
-#if defined(__x86_64__) || defined(__i386__)
-	__asm__ __volatile__("ud2");
-#elif defined(__aarch64__)
-	__asm__ __volatile__(".inst 0x00000000");
-#elif defined(__powerpc64__)
-	__asm__ __volatile__(".long 0");
-#elif defined(__riscv)
-	__asm__ __volatile__("unimp");
-#else
-	raise(SIGILL);
-#endif
-	return 1;
-}
 
 static uint64_t backwards_val = UINT64_C(1) << 40;
 static uint64_t backwards(void *ctx)

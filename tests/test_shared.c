@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "skip.h"
+#include "run.h"
 
 #include "internal.h"
 #include "stated.h"
@@ -1438,48 +1439,13 @@ static void test_full_disk(void **state)
 			 WIFEXITED(st) ? WEXITSTATUS(st) : -1, st);
 }
 
-/* The tool built beside this test ($(B)/tests/../nanoclock) run with
- * args, as the tests run (NC_TEST_RUN: qemu-user for a cross build), no
- * shell between (under valgrind each program exec'd is traced); its
+/* The tool built beside this test, run with args (tests/run.h); its
  * standard output into buf.  Its exit status. */
 static int run_tool(const char *const *args, char *buf, size_t len)
 {
-	char self[512], tool[600], runner[256] = "", *argv[24];
-	int n = 0;
-	ssize_t sn = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	assert_true(sn > 0);
-	self[sn] = 0;
-	*strrchr(self, '/') = 0;
-	snprintf(tool, sizeof(tool), "%s/../nanoclock", self);
-	const char *r = getenv("NC_TEST_RUN");
-	snprintf(runner, sizeof(runner), "%s", r ? r : "");
-	for (char *t = strtok(runner, " "); t && n < 8; t = strtok(NULL, " "))
-		argv[n++] = t;
-	argv[n++] = tool;
-	for (int i = 0; args[i] && n < 23; i++)
-		argv[n++] = (char *)args[i];
-	argv[n] = NULL;
-	int fd[2];
-	assert_int_equal(pipe(fd), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(fd[1], 1);
-		close(fd[0]);
-		close(fd[1]);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	close(fd[1]);
-	size_t got = 0;
-	ssize_t k;
-	while (got < len - 1 && (k = read(fd[0], buf + got, len - 1 - got)) > 0)
-		got += (size_t)k;
-	buf[got] = 0;
-	close(fd[0]);
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	char tool[4200];
+	assert_int_equal(run_built("nanoclock", tool, sizeof(tool)), 0);
+	return run_capture(tool, args, NULL, NULL, NULL, buf, len);
 }
 
 /* A record whose cross-CPU check bounded no shift (the daemon stores it

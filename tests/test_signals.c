@@ -15,6 +15,7 @@
 
 #include "internal.h"
 #include "child.h"
+#include "illegal.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -93,23 +94,6 @@ static void same(const struct snap *a, const struct snap *b)
 		}
 	CHECK(a->alt.ss_sp == b->alt.ss_sp && a->alt.ss_flags == b->alt.ss_flags &&
 	      a->alt.ss_size == b->alt.ss_size);
-}
-
-static uint64_t illegal(void *ctx)
-{
-	(void)ctx;
-#if defined(__x86_64__) || defined(__i386__)
-	__asm__ __volatile__("ud2");
-#elif defined(__aarch64__)
-	__asm__ __volatile__(".inst 0x00000000");
-#elif defined(__powerpc64__)
-	__asm__ __volatile__(".long 0");
-#elif defined(__riscv)
-	__asm__ __volatile__("unimp");
-#else
-	raise(SIGILL);
-#endif
-	return 1;
 }
 
 static volatile uintptr_t unmapped = 8; /* the zero page is never mapped */

@@ -30,6 +30,7 @@
 #define CHILD_AFTER() nc_utc_stop()
 #include "child.h"
 #include "skip.h"
+#include "run.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -1116,25 +1117,19 @@ static void case_clockbound_turns_bad(const char *arg)
 static void case_clockbound_daemon(const char *arg)
 {
 	(void)arg;
-	/* the tool built beside this test ($(B)/tests/../nanoclock), run as
-	 * the tests run (NC_TEST_RUN: qemu-user for a cross build) */
-	char self[512], tool[1200];
-	ssize_t sn = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	CHECK(sn > 0);
-	self[sn] = 0;
-	*strrchr(self, '/') = 0;
-	const char *runner = getenv("NC_TEST_RUN");
-	snprintf(tool, sizeof(tool), "%s/../nanoclock", self);
-	CHECK(access(tool, X_OK) == 0);
-	snprintf(tool, sizeof(tool), "%s%s%s/../nanoclock", runner ? runner : "",
-		 runner && runner[0] ? " " : "", self);
+	/* the tool built beside this test, run as the tests run (tests/run.h) */
+	char tool[4200];
+	CHECK(run_built("nanoclock", tool, sizeof(tool)) == 0);
 	start_fake(GOOD); /* sets NANOCLOCK_UTC_SOURCE for the tool */
 	char dir[] = "/tmp/nc-cbd-XXXXXX", seg[96], rec[96], cmd[2048];
 	CHECK(mkdtemp(dir) != NULL);
 	snprintf(seg, sizeof(seg), "%s/shm0", dir);
 	snprintf(rec, sizeof(rec), "%s/record", dir);
-	snprintf(cmd, sizeof(cmd), "%s daemon --once --record %s --clockbound %s >&2", tool, rec, seg);
-	CHECK(system(cmd) == 0);
+	const char *args[] = {"daemon", "--once", "--record", rec, "--clockbound", seg, NULL};
+	static char out[8192];
+	int drc = run_capture(tool, args, NULL, NULL, NULL, out, sizeof(out));
+	fputs(out, stderr);
+	CHECK(drc == 0);
 	snprintf(cmd, sizeof(cmd),
 		 "python3 -c 'import struct,sys\n"
 		 "b=open(\"%s\",\"rb\").read()\n"
@@ -1890,6 +1885,21 @@ static void case_trace_intervals(const char *arg)
 	unlink(cb_path);
 }
 
+/* `nanoclock trace export --format csv a b` (tests/run.h), its output to
+ * read line by line; its exit status in rc */
+static FILE *export_csv(const char *a, const char *b, int *rc)
+{
+	static char out[1 << 20];
+	char tool[4200];
+	CHECK(run_built("nanoclock", tool, sizeof(tool)) == 0);
+	const char *args[] = {"trace", "export", "--format", "csv", a, b, NULL};
+	*rc = run_capture(tool, args, NULL, NULL, NULL, out, sizeof(out));
+	size_t n = strlen(out);
+	FILE *p = fmemopen(out, n ? n : 1, "r"); /* (a size of 0 is refused) */
+	CHECK(p != NULL);
+	return p;
+}
+
 /* Two machines' traces (the second file's host name changed), the second
  * recorded right after the first, with a 5 ms bound: `nanoclock trace
  * export` in CSV, Chrome JSON and CTF (babeltrace2) marks concurrent
@@ -1929,17 +1939,8 @@ static void case_trace_concurrent(const char *arg)
 	char host[64] = "another-machine";
 	CHECK(pwrite(fd, host, sizeof(host), 24 + 8 + 176) == (ssize_t)sizeof(host));
 	close(fd);
-	char exe[512], dir[512], cmd[1400];
-	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	CHECK(k > 0);
-	exe[k] = 0;
-	snprintf(dir, sizeof(dir), "%s", exe);
-	*strrchr(dir, '/') = 0;
-	const char *run = getenv("NC_TEST_RUN");
-	snprintf(cmd, sizeof(cmd), "%s %s/../nanoclock trace export --format csv %s %s",
-		 run ? run : "", dir, a, b);
-	FILE *p = popen(cmd, "r");
-	CHECK(p != NULL);
+	int rc;
+	FILE *p = export_csv(a, b, &rc);
 	enum { MAX = 400 };
 	static int64_t E[MAX], L[MAX];
 	static int file[MAX], conc[MAX];
@@ -1948,10 +1949,13 @@ static void case_trace_concurrent(const char *arg)
 	CHECK(fgets(line, sizeof(line), p) != NULL && strstr(line, ",utc_earliest_ns,utc_latest_ns,utc_status,concurrent"));
 	while (n < MAX && fgets(line, sizeof(line), p)) {
 		/* file is the first field; the last four are the UTC ones */
-		char *f[32];
+		char *f[32], whole[sizeof(line)];
 		int nf = 0;
+		memcpy(whole, line, sizeof(line));
 		for (char *q = line, *s; nf < 32 && (s = strsep(&q, ",")); )
 			f[nf++] = s;
+		if (nf < 17)
+			fprintf(stderr, "case: the export's line %d has %d fields: %s\n", n + 2, nf, whole);
 		CHECK(nf >= 17);
 		file[n] = atoi(f[0]);
 		E[n] = strtoll(f[nf - 4], NULL, 10);
@@ -1960,7 +1964,7 @@ static void case_trace_concurrent(const char *arg)
 		conc[n] = atoi(f[nf - 1]);
 		n++;
 	}
-	CHECK(pclose(p) == 0);
+	CHECK(fclose(p) == 0 && rc == 0);
 	CHECK(n == 202);
 	int marked = 0, wrong = 0;
 	for (int i = 0; i < n; i++) {
@@ -2046,16 +2050,8 @@ static void case_trace_two_offsets(const char *arg)
 	char host[64] = "machine-b";
 	CHECK(pwrite(fd, host, sizeof(host), 24 + 8 + 176) == (ssize_t)sizeof(host));
 	close(fd);
-	char exe[512], cmd[1400];
-	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	CHECK(k > 0);
-	exe[k] = 0;
-	*strrchr(exe, '/') = 0;
-	const char *run = getenv("NC_TEST_RUN");
-	snprintf(cmd, sizeof(cmd), "%s %s/../nanoclock trace export --format csv %s %s", run ? run : "",
-		 exe, f[0], f[1]);
-	FILE *p = popen(cmd, "r");
-	CHECK(p != NULL);
+	int rc;
+	FILE *p = export_csv(f[0], f[1], &rc);
 	enum { N = 80 };
 	int64_t truth[N], E[N], L[N];
 	int file[N], conc[N], n = 0;
@@ -2074,7 +2070,7 @@ static void case_trace_two_offsets(const char *arg)
 		conc[n] = atoi(fl[nf - 1]);
 		n++;
 	}
-	CHECK(pclose(p) == 0 && n == N);
+	CHECK(fclose(p) == 0 && rc == 0 && n == N);
 	int ordered = 0, swapped = 0, bad = 0;
 	for (int i = 0; i < n; i++) {
 		/* the truth: after this event's argument, before the next event's */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One-time initialisation, under pthread_once and nc__lib_lock:
- * concurrent first calls all wait for the one that runs it, then see the
- * finished state.  Phases:
+ * One-time initialisation, under nc__lib_lock: concurrent first calls all
+ * wait for the one that runs it (on the lock), then see the finished state
+ * (`done`).  Not pthread_once: its wake after the routine is a system call
+ * whether anyone waits or not, one more first call in a cold process.  Phases:
  *
  *   1. read_configuration  freeze the registrations, read the environment once
  *   2. choose_counter      machine facts (CPUID once, /proc, /sys), selection
@@ -40,7 +41,7 @@
 #define EARLY_PPM 1e6       /* the early statement's target: any */
 
 /* Written once, by the initialisation (nc__lib_lock held), read-only
- * afterwards (the getters below: pthread_once orders their reads after). */
+ * afterwards (the getters below: `done`'s acquire orders their reads after). */
 static struct {
 	int status;           /* what nc_init() returns */
 	double init_ms;
@@ -48,7 +49,12 @@ static struct {
 } init NC_GUARDED_BY(nc__lib_lock);
 int nc__init_runs;
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+/* 1 once the initialisation finished: stored under nc__lib_lock with
+ * release, read without it with acquire (what the initialisation wrote is
+ * seen after).  A child forked while another thread of its parent ran the
+ * initialisation takes the lock over (lock.c) and runs it again, as
+ * pthread_once's fork handling did. */
+static int done;
 /* set in the thread that ran the initialisation, until it delivered its
  * reports (initial-exec: no allocation at a thread's first access, which a
  * read in a signal handler may be) */
@@ -190,6 +196,10 @@ static void report(void) NC_REQUIRES(nc__lib_lock)
 static void do_init(void) NC_EXCLUDES(nc__lib_lock)
 {
 	nc__lock();
+	if (__atomic_load_n(&done, __ATOMIC_RELAXED)) { /* another thread ran it meanwhile */
+		nc__unlock();
+		return;
+	}
 	__atomic_fetch_add(&nc__init_runs, 1, __ATOMIC_RELAXED);
 	int64_t t_start = nc__mono_raw_ns();
 	struct nc__registered reg;
@@ -244,13 +254,15 @@ static void do_init(void) NC_EXCLUDES(nc__lib_lock)
 		(double)(t_cfg - t_start) / 1e6, (double)(t_sel - t_cfg) / 1e6,
 		shared ? "shared record read and checked" : "calibration", (double)(t_cal - t_sel) / 1e6,
 		(double)(t_pub - t_cal) / 1e6, (double)(t_end - t_pub) / 1e6);
+	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
 	nc__unlock();
 	ran_init = 1;
 }
 
 void nc__ensure_init(void)
 {
-	pthread_once(&once, do_init);
+	if (NC_UNLIKELY(!__atomic_load_n(&done, __ATOMIC_ACQUIRE)))
+		do_init();
 	if (NC_UNLIKELY(ran_init)) {
 		ran_init = 0;
 		nc__log_deliver();

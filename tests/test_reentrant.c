@@ -534,7 +534,10 @@ static void stop_stop_case(const char *arg)
 }
 
 /* _Fork() (async-signal-safe, no atfork handlers) while another thread holds
- * the library's lock: the child's clock still runs. */
+ * the library's lock: the child's clock still runs.  arg "first": the
+ * library not yet initialised (as when the other thread is inside the
+ * initialisation, which holds the lock): the child's first read takes the
+ * lock over and initialises. */
 static _Atomic int holding_lock, release_lock;
 static void *lock_holder(void *p)
 {
@@ -549,13 +552,14 @@ static void *lock_holder(void *p)
 
 static void fork_locked_case(const char *arg)
 {
-	(void)arg;
+	int first = arg && !strcmp(arg, "first");
 	const char *emu = getenv("NC_TEST_RUN");
 	if ((emu && emu[0]) || getenv("NC_TEST_VALGRIND")) {
 		CHILD_SKIP_BECAUSE(emu && emu[0] ? "emulator" : "valgrind",
 				   "a bare fork of a threaded process under an emulator or valgrind");
 	}
-	CHECK(nc_init() == 0); /* never fails: an OS clock at worst */
+	if (!first)
+		CHECK(nc_init() == 0); /* never fails: an OS clock at worst */
 	pthread_t th;
 	CHECK(pthread_create(&th, NULL, lock_holder, NULL) == 0);
 	while (!holding_lock)
@@ -601,6 +605,7 @@ static const struct child_case cases[] = {
 	{"upkeep_stopped_from_its_log_function", stop_from_log_case, NULL, NULL, NULL},
 	{"upkeep_two_stops_at_once", stop_stop_case, NULL, NULL, NULL},
 	{"fork_without_handlers_lock_held", fork_locked_case, NULL, NULL, NULL},
+	{"fork_without_handlers_before_init", fork_locked_case, "first", NULL, NULL},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 

@@ -15,7 +15,6 @@
 #include "debug.h"
 #include "lock.h"
 
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +57,9 @@ static struct {
 	unsigned dropped;
 	int pending;
 } reports NC_GUARDED_BY(nc__lib_lock) = {.level = -1};
-static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+/* NANOCLOCK_LOG read (under nc__lib_lock: a flag, not pthread_once, whose
+ * wake after the routine is a system call even when nobody waits) */
+static int env_read NC_GUARDED_BY(nc__lib_lock);
 
 /* The debug checks' failures (debug.h), counted here where they are
  * reported: this file's own checks (NC_LOCK_HELD in the queue's functions)
@@ -104,7 +105,13 @@ static void read_env(void) NC_REQUIRES(nc__lib_lock)
 			"0-3): info used", v);
 }
 
-void nc__log_config(void) { pthread_once(&env_once, read_env); }
+void nc__log_config(void)
+{
+	if (!env_read) {
+		env_read = 1;
+		read_env();
+	}
+}
 
 int nc_set_log(nc_log_fn fn, void *ctx, int level)
 {

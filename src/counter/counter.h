@@ -32,7 +32,9 @@ struct nc__cpuid {
 	char vendor[13];     /* leaf 0: "GenuineIntel", "AuthenticAMD", ... */
 	uint32_t signature;  /* leaf 1 EAX: family, model, stepping */
 };
-NC_HIDDEN const struct nc__cpuid *nc__cpuid(void);
+/* read at the first call (nc__lib_lock held: the machine's reading), the
+ * record read-only afterwards */
+NC_HIDDEN const struct nc__cpuid *nc__cpuid(void) NC_REQUIRES(nc__lib_lock);
 
 /* ---- machine.c: what the machine and the OS tell (read once at init) ---- */
 struct nc__machine {

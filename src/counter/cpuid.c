@@ -4,13 +4,13 @@
  * use this one record.  Elsewhere the record is all zeros (valid == 0). */
 #include "counter.h"
 
-#include <pthread.h>
 #include <string.h>
 
-/* Written once, under pthread_once (any thread may ask first: no lock),
- * read-only afterwards. */
+/* Written once, at the first call (the machine's reading, under
+ * nc__lib_lock: a flag, not pthread_once, whose wake after the routine is
+ * a system call even when nobody waits), read-only afterwards. */
 static struct nc__cpuid id;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int have_id NC_GUARDED_BY(nc__lib_lock);
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -79,6 +79,9 @@ static void read_all(void) {}
 
 const struct nc__cpuid *nc__cpuid(void)
 {
-	pthread_once(&once, read_all);
+	if (!have_id) {
+		have_id = 1;
+		read_all();
+	}
 	return &id;
 }

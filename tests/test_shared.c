@@ -1448,6 +1448,86 @@ static int run_tool(const char *const *args, char *buf, size_t len)
 	return run_capture(tool, args, NULL, NULL, NULL, buf, len);
 }
 
+/* A record written on a machine whose kernel distrusts the TSC (booted
+ * tsc=unstable, timing with kvm-clock: the facts its writer read say so;
+ * here the test sets that stance in the record, so the case runs on any
+ * x86 host): a process that adopts it takes the facts from it, checks
+ * the record's counter alone and measures no other candidate (the
+ * selection a distrusting kernel's guests paid in every process), and
+ * says the kernel distrusts the TSC. */
+static void test_distrusted_tsc_adopted(void **state)
+{
+	(void)state;
+	if (!hw_counter())
+		SKIP("machine", "no hardware counter with a measured rate: a record has nothing to share");
+	write_refined_record();
+	struct nc__shared_rec r;
+	read_rec(&r);
+	if (strcmp(r.counter, "tsc") != 0)
+		SKIP("machine", "the machine's counter is %s: the kernel's stance is on the TSC (x86)",
+		     r.counter);
+	struct nc_kernel_view *kv = &r.facts.m.kv;
+	kv->tsc_unstable = 1;
+	snprintf(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why), "boot parameter tsc=unstable");
+	snprintf(kv->available_clocksources, sizeof(kv->available_clocksources),
+		 "kvm-clock hpet acpi_pm");
+	write_rec_file(&r, 1);
+	int pfd[2];
+	assert_int_equal(pipe(pfd), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		alarm(120);
+		set_goal();
+		setenv("NANOCLOCK_SHARED", path, 1);
+		char out[4096];
+		size_t o = 0;
+		nc_init();
+		struct nc_shared_status st;
+		nc_get_shared_status(&st);
+		static struct nc_info in;
+		nc_get_info(&in);
+		o += (size_t)snprintf(out + o, sizeof(out) - o, "adopted=%d counter=%s unstable=%d\n",
+				      st.adopted, in.counter, in.kernel.tsc_unstable);
+		o += (size_t)snprintf(out + o, sizeof(out) - o, "policy=%s\n", in.policy);
+		for (int i = 0; i < in.n_candidates && o < sizeof(out) - 300; i++)
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "cand %s %d %s\n",
+					      in.candidates[i].name, in.candidates[i].status,
+					      in.candidates[i].reason);
+		(void)!write(pfd[1], out, o);
+		_exit(0);
+	}
+	close(pfd[1]);
+	static char got[4096];
+	size_t n = 0;
+	ssize_t k;
+	while (n < sizeof(got) - 1 && (k = read(pfd[0], got + n, sizeof(got) - 1 - n)) > 0)
+		n += (size_t)k;
+	got[n] = 0;
+	close(pfd[0]);
+	int wst;
+	assert_int_equal(waitpid(pid, &wst, 0), pid);
+	print_message("  %s", got);
+	assert_true(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+	assert_non_null(strstr(got, "adopted=1 counter=tsc unstable=1\n"));
+	assert_non_null(strstr(got, "the kernel distrusts the TSC (boot parameter tsc=unstable)"));
+	/* the record's counter checked, selected; every other left unmeasured */
+	int others = 0, measured = 0;
+	for (char *l = strstr(got, "cand "); l; l = strstr(l + 1, "\ncand ")) {
+		char *line = l[0] == '\n' ? l + 1 : l;
+		if (!strncmp(line, "cand tsc ", 9)) {
+			assert_int_equal(atoi(line + 9), NC_CAND_SELECTED);
+			continue;
+		}
+		others++;
+		if (!strstr(line, "not measured: the shared record's counter (tsc) was taken"))
+			measured++;
+	}
+	assert_true(others > 0);
+	assert_int_equal(measured, 0);
+}
+
 /* A record whose cross-CPU check bounded no shift (the daemon stores it
  * as infinite): `nanoclock info --json` says null (JSON has no infinite
  * number: it printed "inf"), and the text says so.  The tool's goal is
@@ -1499,6 +1579,7 @@ int main(void)
 		cmocka_unit_test(test_trace_names_the_record),
 		cmocka_unit_test(test_full_disk),
 		cmocka_unit_test(test_info_unbounded_shift),
+		cmocka_unit_test(test_distrusted_tsc_adopted),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -6,9 +6,11 @@
  * valgrind (one thread at a time, its own scheduler), sanitizer (ASan's
  * and TSan's address space, their own allocator), root (needs a
  * privilege this user does not hold), machine (this machine lacks what the
- * case needs: a second CPU, a hardware counter, a tmpfs, ...).  `make
- * check` prints every skip and fails on one it cannot excuse: emulator,
- * valgrind and sanitizer only in those runs, root and machine only outside CI
+ * case needs: a second CPU, a hardware counter, a tmpfs, ...), cross (what
+ * only the native build can test, in a cross build: LTTng's daemons
+ * tracing a program of another architecture).  `make check` prints every
+ * skip and fails on one it cannot excuse: emulator, valgrind, sanitizer
+ * and cross only in those runs, root and machine only outside CI
  * (NC_STRICT_SKIPS=1, where every case must run). */
 #ifndef NC_TEST_SKIP_H
 #define NC_TEST_SKIP_H

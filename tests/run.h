@@ -8,6 +8,7 @@
 #define NC_TEST_RUN_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +37,9 @@ static inline int run_built(const char *rel, char *out, size_t len)
  * runs in the child after its standard output went to the pipe and before
  * the exec (it may _exit).  The output, NUL-ended, in buf (what does not
  * fit is read and dropped, so the child never blocks on a full pipe).
- * The exit status, 127 when the exec failed, 128 + the signal that ended
- * it, or -1 when no child could be started. */
+ * The exit status (127 also when the exec failed), 128 + the signal that
+ * ended it, or -1 when no child could be started (or len is 0).  At most
+ * 16 runner words and 62 arguments are passed. */
 static inline int run_capture(const char *prog, const char *const *args, char *const *envp,
 			      void (*in_child)(void *), void *arg, char *buf, size_t len)
 {
@@ -53,7 +55,9 @@ static inline int run_capture(const char *prog, const char *const *args, char *c
 		argv[n++] = (char *)args[i];
 	argv[n] = NULL;
 	int fd[2];
-	if (pipe(fd) != 0)
+	/* close-on-exec: another thread's child must not hold the write end
+	 * (the read would wait for it); dup2 clears it on the child's fd 1 */
+	if (len == 0 || pipe2(fd, O_CLOEXEC) != 0)
 		return -1;
 	fflush(NULL);
 	pid_t pid = fork();
@@ -91,7 +95,10 @@ static inline int run_capture(const char *prog, const char *const *args, char *c
 	buf[got] = 0;
 	close(fd[0]);
 	int st = 0;
-	if (waitpid(pid, &st, 0) != pid)
+	pid_t w;
+	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+		;
+	if (w != pid)
 		return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

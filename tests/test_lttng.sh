@@ -92,14 +92,18 @@ if [ -z "${NC_LTTNG_NS:-}" ]; then
 	have_lttng || [ -n "${NC_SKIP_DEPS:-}" ] || ./scripts/install-test-deps lttng >/dev/null ||
 		echo "$me: could not install LTTng (liblttng-ust-dev lttng-tools babeltrace2)"
 	# a cross build run natively (check-cross's i686): the program is the
-	# target's, the session daemon this machine's; Debian's lttng-tools
-	# ships no consumer daemon for another word size beside its own (not
-	# co-installable), so nothing here could trace it even with the
-	# target's LTTng-UST; the plugin is tested by the native build
-	if [ -n "${NC_CROSS_TARGET:-}" ] && ! have_lttng; then
-		skip cross "a cross build ($NC_CROSS_TARGET): its LTTng-UST is not installed, and this" \
-			"machine's session daemon has no consumer for its word size (Debian's lttng-tools" \
-			"is one architecture's); the plugin is tested in the native build"
+	# target's, the session daemon this machine's, and Debian's lttng-tools
+	# ships a consumer daemon for its own architecture only (not
+	# co-installable with another's): nothing here can trace it, whatever
+	# is installed; the plugin is tested by the native build.  A cross
+	# build is one whose compiler targets another machine than this one's
+	# (not merely one that says so: NC_CROSS_TARGET alone excuses nothing)
+	target=$(${CC:-cc} -dumpmachine 2>/dev/null || echo unknown)
+	native=$(cc -dumpmachine 2>/dev/null || echo unknown)
+	if [ -n "${NC_CROSS_TARGET:-}" ] && [ "$target" != "$native" ]; then
+		skip cross "a cross build ($target, on $native): this machine's LTTng session" \
+			"daemon has a consumer for $native programs only (Debian's lttng-tools is one" \
+			"architecture's); the plugin is tested in the native build"
 	fi
 	have_lttng || skip "LTTng-UST, lttng-tools or babeltrace2 is not installed (scripts/install-test-deps lttng)"
 	# A root session daemon lives in /run/lttng and its apps' wait page in

@@ -581,6 +581,11 @@ static void fork_locked_case(const char *arg)
 		double lo = TS_NS(b0) - TS_NS(a1), hi = TS_NS(b1) - TS_NS(a0);
 		double now = (double)(n1 - n0), slack = 100e3 + 2e9 * 1e-4; /* 100 us + 100 ppm */
 		int ok = now >= lo - slack && now <= hi + slack;
+		/* "first": the child's first read ran the initialisation, once */
+		if (first && __atomic_load_n(&nc__init_runs, __ATOMIC_RELAXED) != 1) {
+			fprintf(stderr, "case: child: the initialisation ran %d times\n", nc__init_runs);
+			ok = 0;
+		}
 		if (!ok)
 			fprintf(stderr, "case: child: nc_now_ns advanced %.0f ns, CLOCK_MONOTONIC_RAW %.0f to %.0f ns (first read took %.0f ns)\n",
 				now, lo, hi, TS_NS(a1) - TS_NS(a0));

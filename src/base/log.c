@@ -107,9 +107,12 @@ static void read_env(void) NC_REQUIRES(nc__lib_lock)
 
 void nc__log_config(void)
 {
+	NC_LOCK_HELD();
+	/* the flag after the reading (a child forked while another thread
+	 * read reads again); read_env calls nothing that comes back here */
 	if (!env_read) {
-		env_read = 1;
 		read_env();
+		env_read = 1;
 	}
 }
 

@@ -79,9 +79,12 @@ static void read_all(void) {}
 
 const struct nc__cpuid *nc__cpuid(void)
 {
+	NC_LOCK_HELD();
+	/* the flag after the reading: a child forked (without handlers) while
+	 * another thread read takes the lock over and reads again */
 	if (!have_id) {
-		have_id = 1;
 		read_all();
+		have_id = 1;
 	}
 	return &id;
 }

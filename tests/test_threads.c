@@ -190,12 +190,18 @@ static void *hammer(void *arg)
 		 * line, its lead taken before and after (tests/stated.h: 2 us and
 		 * the rate's uncertainty over the epoch); a torn parameter read
 		 * would be far off */
-		long held = nc__held_reads;
+		long held = nc__held_reads, overdue = nc__overdue_reads;
 		int64_t l0 = nc_test_now_lead_ns();
 		int64_t a = nc__mono_raw_ns();
 		int64_t v = (int64_t)nc_now_ns();
 		int64_t b = nc__mono_raw_ns();
 		int64_t l1 = nc_test_now_lead_ns(), lead = l0 > l1 ? l0 : l1;
+		/* a read past its epoch's end that could not refresh it (the lock
+		 * busy: an emulator on a busy machine) runs at the slowest slope
+		 * a refresh may take, 1/256 slower, for at most the 1 ms horizon
+		 * (line.c): up to 3907 ns behind, as the Unix readers below allow;
+		 * seen under qemu-ppc64le, 2519 ns outside a 2302 ns bound */
+		int64_t lag = nc__overdue_reads != overdue ? (int64_t)ceil(1e6 / 256) : 0;
 		/* a read that found its epoch overdue while another thread was
 		 * refreshing it holds still at the horizon, as documented (an
 		 * emulator on a busy machine: 6 of them in a riscv64 run): counted
@@ -204,11 +210,13 @@ static void *hammer(void *arg)
 			r->held++;
 			continue;
 		}
-		r->off_track += !nc_test_now_within(a, v, b, lead);
+		/* (lag 0: nc_test_now_within) */
+		r->off_track += !(v >= a - lead - lag - NC_TEST_NOW_FLOOR_NS &&
+				  v <= b + lead + NC_TEST_NOW_FLOOR_NS);
 		int64_t out = v < a ? v - a : v > b ? v - b : 0;
 		if (llabs(out) >= llabs(r->worst_ns)) {
 			r->worst_ns = out;
-			r->worst_lead_ns = lead;
+			r->worst_lead_ns = lead + (out < 0 ? lag : 0);
 		}
 		if (lead > r->max_lead_ns)
 			r->max_lead_ns = lead;

@@ -250,14 +250,20 @@ static void fresh(void)
 
 /* A fresh process that should write the record at path.  One that did
  * not get to the machine's counter (its calibration failed on a busy
- * machine, under valgrind or qemu, and it fell back to an OS clock) or
- * that saw a discontinuity and measures again rightly shares nothing, and
- * says so: another is asked, three at most.  Any other reason fails. */
+ * machine, under valgrind or qemu, and it fell back to an OS clock), that
+ * saw a discontinuity and measures again, or whose first calibration is
+ * wider than the goal rightly shares nothing, and says so: another is
+ * asked, three at most.  Any other reason fails. */
 static struct seen probe_writer_at(const char *env)
 {
 	static const char *const rightly[] = {"is an OS clock", "is not the machine's own",
-					      "measured again after a discontinuity"};
+					      "measured again after a discontinuity",
+					      "is wider than the goal"};
 	struct seen s;
+	const char *cap = getenv("NANOCLOCK_CALIB_MAX_MS");
+	char saved[32] = "";
+	if (cap)
+		snprintf(saved, sizeof(saved), "%s", cap);
 	for (int tries = 0; tries < 3; tries++) {
 		s = probe(env);
 		if (s.published)
@@ -268,7 +274,16 @@ static struct seen probe_writer_at(const char *env)
 			ok |= strstr(s.status, rightly[i]) != NULL;
 		if (!ok)
 			break;
+		/* a first calibration that its 20 ms cap left wider than the goal
+		 * (a busy machine under TSan, CI: +-1.172 for 1 ppm) rightly writes
+		 * nothing yet: the next writer may calibrate for 200 ms */
+		if (strstr(s.status, "is wider than the goal"))
+			setenv("NANOCLOCK_CALIB_MAX_MS", "200", 1);
 	}
+	if (cap)
+		setenv("NANOCLOCK_CALIB_MAX_MS", saved, 1);
+	else
+		unsetenv("NANOCLOCK_CALIB_MAX_MS");
 	assert_int_equal(s.published, 1);
 	assert_string_equal(s.source, "measured");
 	return s;

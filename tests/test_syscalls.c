@@ -126,6 +126,20 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 
 #define ALLOW(n) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
 
+/* filter f (n instructions) for this thread and its children, a trapped
+ * call reported by on_sigsys */
+static void load_filter(struct sock_filter *f, size_t n)
+{
+	struct sock_fprog prog = {(unsigned short)n, f};
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigsys;
+	sa.sa_flags = SA_SIGINFO;
+	CHECK(sigaction(SIGSYS, &sa, NULL) == 0);
+	CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0);
+}
+
 static void install(int extra)
 {
 	struct sock_filter f[] = {
@@ -166,14 +180,7 @@ static void install(int extra)
 #endif
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
 	};
-	struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_sigsys;
-	sa.sa_flags = SA_SIGINFO;
-	CHECK(sigaction(SIGSYS, &sa, NULL) == 0);
-	CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
-	CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0);
+	load_filter(f, sizeof(f) / sizeof(f[0]));
 }
 
 /* every read and conversion, once */
@@ -319,14 +326,7 @@ static void start_case(const char *arg)
 			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
 			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		};
-		struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
-		struct sigaction sa;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = on_sigsys;
-		sa.sa_flags = SA_SIGINFO;
-		CHECK(sigaction(SIGSYS, &sa, NULL) == 0);
-		CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
-		CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0);
+		load_filter(f, sizeof(f) / sizeof(f[0]));
 		CHECK(nc_init() == 0);
 		(void)nc_now_ns();
 		syscall(SYS_exit_group, 0);

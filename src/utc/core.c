@@ -404,8 +404,10 @@ uint32_t nc__utc_growth_ppb(void)
 	return ppb >= 4294967295.0 ? UINT32_MAX : (uint32_t)ppb;
 }
 
-int nc__utc_read(struct nc_utc *out)
+/* raised: what the latest end was raised by for an overdue epoch (ns) */
+static int utc_read(struct nc_utc *out, double *raised)
 {
+	*raised = 0;
 	for (int round = 0;; round++) {
 		struct nc_impl_utc_copy c;
 		uint64_t seq = nc__latch_read(&nc_impl_utc_g.seq, &nc_impl_utc_g, utc_load, &c);
@@ -444,9 +446,16 @@ int nc__utc_read(struct nc_utc *out)
 		if ((st == NC_UTC_SYNCHRONISED || st == NC_UTC_FREE_RUNNING) && (int64_t)d > 0) {
 			double ns = (double)(d - e.span) * ((double)e.mi + (double)e.mf * 0x1p-64) * 1.002 + 2;
 			out->latest_ns = out->latest_ns + (int64_t)ceil(ns);
+			*raised = ceil(ns);
 		}
 		return st;
 	}
+}
+
+int nc__utc_read(struct nc_utc *out)
+{
+	double raised;
+	return utc_read(out, &raised);
 }
 
 /* ---- what it is made of ---- */
@@ -454,8 +463,14 @@ void nc__utc_status(struct nc_utc_status *st)
 {
 	NC_LOCK_HELD();
 	memset(st, 0, sizeof(*st));
+	/* A read under this lock cannot refresh an overdue epoch (the thread
+	 * that would waits for the lock): it holds the time and raises the
+	 * latest end by all the time since.  Refreshed here first, and what
+	 * is still raised is counted in the tie, so that the parts add up. */
+	nc__timeline_refresh_if_due(&nc__wall_timeline);
 	struct nc_utc r;
-	nc__utc_read(&r);
+	double raised;
+	utc_read(&r, &raised);
 	st->status = r.status;
 	st->source = r.source;
 	st->as_of_ns = r.as_of_ns;
@@ -475,7 +490,7 @@ void nc__utc_status(struct nc_utc_status *st)
 		st->age_s = (double)(int64_t)(now - u.good.q_tick) * ti.ns_per_tick / 1e9;
 		st->source_bound_ns = u.good.bound_ns;
 		st->tie_ns = ti.err0_ns + ti.ns_per_tick * ti.ppm * 1e-6 * (double)(int64_t)(now - ti.tick) +
-			     (u.prev_slew_ns > u.good.slew_ns ? u.prev_slew_ns - u.good.slew_ns : 0);
+			     (u.prev_slew_ns > u.good.slew_ns ? u.prev_slew_ns - u.good.slew_ns : 0) + raised;
 		st->drift_ppm = u.good.drift_ppm >= 0 ? u.good.drift_ppm : u.drift_default;
 	}
 	if (r.status != NC_UTC_SYNCHRONISED) {

@@ -10,6 +10,7 @@
 #include "internal.h"
 #include "child.h"
 #include "skip.h"
+#include "fresh.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -174,64 +175,67 @@ static void child_calib_good(const char *value)
 /* One cold calibration asked for ppm within max_ms: its window (ms) and,
  * in *active_ms, its active time (ms; the window less what exceeded
  * NC__CALIB_GAP_NS of each gap) */
+struct target {
+	double ppm, max_ms;
+};
+
+/* one_target's child: the window, uncertainty and active time in out */
+static size_t target_child(void *arg, void *out, size_t size)
+{
+	const struct target *t = arg;
+	double ppm = t->ppm, max_ms = t->max_ms;
+	setenv("NANOCLOCK_SHARED", "off", 1);
+	unsetenv("NANOCLOCK_CALIB_PPM");
+	unsetenv("NANOCLOCK_CALIB_MAX_MS");
+	double *r = out;
+	r[0] = r[1] = r[2] = -1;
+	/* the first calibration's own window, from the debug log (the
+	 * info's window is the latest measurement's: on a machine as slow
+	 * as valgrind an epoch ends during nc_init and its longer
+	 * baseline replaces the first calibration's) */
+	int lp[2];
+	if (pipe(lp) != 0)
+		_exit(1);
+	int saved = dup(2);
+	dup2(lp[1], 2);
+	setenv("NANOCLOCK_LOG", "stderr:debug", 1);
+	int ok = nc_set_calibration_target(0, max_ms) == NC_ERANGE &&
+		 nc_set_calibration_target(ppm, 1e9) == NC_ERANGE &&
+		 nc_set_calibration_target(ppm, max_ms) == 0 && nc_init() == 0;
+	dup2(saved, 2);
+	close(lp[1]);
+	static char log[65536];
+	size_t got = 0;
+	ssize_t k;
+	while (got < sizeof(log) - 1 && (k = read(lp[0], log + got, sizeof(log) - 1 - got)) > 0)
+		got += (size_t)k;
+	log[got] = 0;
+	const char *w = strstr(log, " brackets over ");
+	double first_ms = -1, act_ms = -1;
+	if (!w || sscanf(w, " brackets over %lf ms, %lf ms active", &first_ms, &act_ms) != 2)
+		first_ms = -1;
+	if (ok && strncmp(nc_ticks_per_second_source(), "exact", 5) == 0) {
+		r[0] = r[1] = r[2] = -3; /* an OS clock: nothing calibrated */
+	} else if (ok) {
+		struct nc_info in;
+		nc_get_info(&in);
+		if (in.calib_target_ppm == ppm && in.calib_max_ms == max_ms &&
+		    nc_set_calibration_target(ppm, max_ms) == NC_EBUSY && first_ms >= 0) {
+			r[0] = first_ms;
+			r[1] = nc_ticks_per_second_uncertainty_ppm();
+			r[2] = act_ms;
+		}
+	}
+	return size;
+}
+
 static double one_target(double ppm, double max_ms, double *got_ppm, double *active_ms)
 {
-	int fd[2];
-	CHECK(pipe(fd) == 0);
-	pid_t p = fork();
-	CHECK(p >= 0);
-	if (p == 0) {
-		setenv("NANOCLOCK_SHARED", "off", 1);
-		unsetenv("NANOCLOCK_CALIB_PPM");
-		unsetenv("NANOCLOCK_CALIB_MAX_MS");
-		double r[3] = {-1, -1, -1};
-		/* the first calibration's own window, from the debug log (the
-		 * info's window is the latest measurement's: on a machine as slow
-		 * as valgrind an epoch ends during nc_init and its longer
-		 * baseline replaces the first calibration's) */
-		int lp[2];
-		if (pipe(lp) != 0)
-			_exit(1);
-		int saved = dup(2);
-		dup2(lp[1], 2);
-		setenv("NANOCLOCK_LOG", "stderr:debug", 1);
-		int ok = nc_set_calibration_target(0, max_ms) == NC_ERANGE &&
-			 nc_set_calibration_target(ppm, 1e9) == NC_ERANGE &&
-			 nc_set_calibration_target(ppm, max_ms) == 0 && nc_init() == 0;
-		dup2(saved, 2);
-		close(lp[1]);
-		static char log[65536];
-		size_t got = 0;
-		ssize_t k;
-		while (got < sizeof(log) - 1 && (k = read(lp[0], log + got, sizeof(log) - 1 - got)) > 0)
-			got += (size_t)k;
-		log[got] = 0;
-		const char *w = strstr(log, " brackets over ");
-		double first_ms = -1, act_ms = -1;
-		if (!w || sscanf(w, " brackets over %lf ms, %lf ms active", &first_ms, &act_ms) != 2)
-			first_ms = -1;
-		if (ok && strncmp(nc_ticks_per_second_source(), "exact", 5) == 0) {
-			r[0] = r[1] = r[2] = -3; /* an OS clock: nothing calibrated */
-		} else if (ok) {
-			struct nc_info in;
-			nc_get_info(&in);
-			if (in.calib_target_ppm == ppm && in.calib_max_ms == max_ms &&
-			    nc_set_calibration_target(ppm, max_ms) == NC_EBUSY && first_ms >= 0) {
-				r[0] = first_ms;
-				r[1] = nc_ticks_per_second_uncertainty_ppm();
-				r[2] = act_ms;
-			}
-		}
-		if (write(fd[1], r, sizeof(r)) != (ssize_t)sizeof(r))
-			_exit(1);
-		_exit(0);
-	}
-	close(fd[1]);
-	double r[3] = {-2, -2, -2};
-	CHECK(read(fd[0], r, sizeof(r)) == (ssize_t)sizeof(r));
-	close(fd[0]);
-	int st;
-	CHECK(waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	struct target t = {ppm, max_ms};
+	double r[3];
+	int st = 0;
+	CHECK(in_fresh_process(target_child, &t, r, sizeof(r), &st) == (ssize_t)sizeof(r));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	if (r[0] == -3) {
 		const char *emu = getenv("NC_TEST_RUN");
 		CHILD_SKIP_BECAUSE(emu && emu[0] ? "emulator" : "machine",
@@ -338,26 +342,22 @@ static const struct child_case cases[] = {
 };
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
 
+/* test_hz_close's first child: the rate it measured, 50 ppm off, as text */
+static size_t hz_child(void *arg, void *out, size_t size)
+{
+	(void)arg;
+	unsetenv("NANOCLOCK_HZ");
+	nc_init();
+	int n = snprintf(out, size, "%.3f", nc_ticks_per_second() * (1 + 50e-6));
+	return n > 0 ? (size_t)n : 0;
+}
+
 /* One child measures the rate, the next gets NANOCLOCK_HZ 50 ppm off it
  * (the parent stays uninitialised: children fork from it). */
 static void test_hz_close(void **state)
 {
 	(void)state;
-	int fd[2];
-	assert_int_equal(pipe(fd), 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		unsetenv("NANOCLOCK_HZ");
-		nc_init();
-		char buf[64];
-		int n = snprintf(buf, sizeof(buf), "%.3f", nc_ticks_per_second() * (1 + 50e-6));
-		_exit(write(fd[1], buf, (size_t)n) == n ? 0 : 1);
-	}
-	close(fd[1]);
-	ssize_t n = read(fd[0], close_hz, sizeof(close_hz) - 1);
-	close(fd[0]);
-	waitpid(pid, NULL, 0);
+	ssize_t n = in_fresh_process(hz_child, NULL, close_hz, sizeof(close_hz) - 1, NULL);
 	assert_true(n > 0);
 	close_hz[n] = 0;
 	struct child_case c = {"hz_close", child_hz_close, close_hz, NULL, close_hz};

@@ -13,6 +13,7 @@
 
 #include "skip.h"
 #include "run.h"
+#include "fresh.h"
 
 #include "internal.h"
 #include "stated.h"
@@ -104,76 +105,71 @@ static void set_goal(void)
 	setenv("NANOCLOCK_CALIB_MAX_MS", "200", 1);
 }
 
+/* probe_once's child: NANOCLOCK_SHARED=env (NULL: unset) */
+static size_t probe_child(void *arg, void *out, size_t size)
+{
+	const char *env = arg;
+	alarm(120); /* a FIFO or a lock must never hold the first call (valgrind: slow) */
+	become_probe_user();
+	set_goal();
+	if (env)
+		setenv("NANOCLOCK_SHARED", env, 1);
+	else
+		unsetenv("NANOCLOCK_SHARED");
+	struct seen *sp = out, s;
+	memset(&s, 0, sizeof(s));
+	s.init_rc = nc_init();
+	struct nc_shared_status st;
+	nc_get_shared_status(&st);
+	s.adopted = st.adopted;
+	s.published = st.published;
+	snprintf(s.status, sizeof(s.status), "%s", st.status);
+	snprintf(s.source, sizeof(s.source), "%s", nc_ticks_per_second_source());
+	s.hz = nc_ticks_per_second();
+	s.ppm = nc_ticks_per_second_uncertainty_ppm();
+	for (int i = 0; i < 8; i++)
+		s.conv[i] = nc_ticks_to_ns(values[i]);
+	/* the clock works: advances, and every read lies within its
+	 * bracket of CLOCK_MONOTONIC_RAW reads (which covers the
+	 * reference's own reads) widened by the bound the library states
+	 * for it (tests/stated.h: its lead, 2 us and the rate's
+	 * uncertainty over the epoch, taken before and after) */
+	int64_t best = INT64_MAX;
+	uint64_t prev = nc_now_ns();
+	s.clock_ok = 1;
+	for (int i = 0; i < 50; i++) {
+		int64_t l0 = nc_test_now_lead_ns();
+		int64_t a = raw_ns();
+		uint64_t v = nc_now_ns();
+		int64_t b = raw_ns();
+		int64_t l1 = nc_test_now_lead_ns(), lead = l0 > l1 ? l0 : l1;
+		if (v < prev)
+			s.clock_ok = 0;
+		prev = v;
+		if (lead > s.lead_ns)
+			s.lead_ns = lead;
+		if (!nc_test_now_within(a, (int64_t)v, b, lead)) {
+			s.clock_ok = 0;
+			int64_t off = (int64_t)v < a ? (int64_t)v - a : (int64_t)v - b;
+			if (llabs(off) > llabs(s.outside_ns))
+				s.outside_ns = off;
+		}
+		if (b - a < best) {
+			best = b - a;
+			s.raw_off_ns = (int64_t)v - (a + b) / 2;
+			s.raw_bracket_ns = b - a;
+		}
+	}
+	*sp = s;
+	return size;
+}
+
 /* A fresh process with NANOCLOCK_SHARED=env (NULL: unset). */
 static struct seen probe_once(const char *env)
 {
-	int pfd[2];
-	assert_int_equal(pipe(pfd), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(pfd[0]);
-		alarm(120); /* a FIFO or a lock must never hold the first call (valgrind: slow) */
-		become_probe_user();
-		set_goal();
-		if (env)
-			setenv("NANOCLOCK_SHARED", env, 1);
-		else
-			unsetenv("NANOCLOCK_SHARED");
-		struct seen s;
-		memset(&s, 0, sizeof(s));
-		s.init_rc = nc_init();
-		struct nc_shared_status st;
-		nc_get_shared_status(&st);
-		s.adopted = st.adopted;
-		s.published = st.published;
-		snprintf(s.status, sizeof(s.status), "%s", st.status);
-		snprintf(s.source, sizeof(s.source), "%s", nc_ticks_per_second_source());
-		s.hz = nc_ticks_per_second();
-		s.ppm = nc_ticks_per_second_uncertainty_ppm();
-		for (int i = 0; i < 8; i++)
-			s.conv[i] = nc_ticks_to_ns(values[i]);
-		/* the clock works: advances, and every read lies within its
-		 * bracket of CLOCK_MONOTONIC_RAW reads (which covers the
-		 * reference's own reads) widened by the bound the library states
-		 * for it (tests/stated.h: its lead, 2 us and the rate's
-		 * uncertainty over the epoch, taken before and after) */
-		int64_t best = INT64_MAX;
-		uint64_t prev = nc_now_ns();
-		s.clock_ok = 1;
-		for (int i = 0; i < 50; i++) {
-			int64_t l0 = nc_test_now_lead_ns();
-			int64_t a = raw_ns();
-			uint64_t v = nc_now_ns();
-			int64_t b = raw_ns();
-			int64_t l1 = nc_test_now_lead_ns(), lead = l0 > l1 ? l0 : l1;
-			if (v < prev)
-				s.clock_ok = 0;
-			prev = v;
-			if (lead > s.lead_ns)
-				s.lead_ns = lead;
-			if (!nc_test_now_within(a, (int64_t)v, b, lead)) {
-				s.clock_ok = 0;
-				int64_t out = (int64_t)v < a ? (int64_t)v - a : (int64_t)v - b;
-				if (llabs(out) > llabs(s.outside_ns))
-					s.outside_ns = out;
-			}
-			if (b - a < best) {
-				best = b - a;
-				s.raw_off_ns = (int64_t)v - (a + b) / 2;
-				s.raw_bracket_ns = b - a;
-			}
-		}
-		(void)!write(pfd[1], &s, sizeof(s));
-		_exit(0);
-	}
-	close(pfd[1]);
 	struct seen s;
-	memset(&s, 0, sizeof(s));
-	ssize_t n = read(pfd[0], &s, sizeof(s));
-	close(pfd[0]);
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
+	int st = 0;
+	ssize_t n = in_fresh_process(probe_child, (void *)env, &s, sizeof(s), &st);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || n != (ssize_t)sizeof(s))
 		fail_msg("probe with NANOCLOCK_SHARED=%s died (status 0x%x)", env ? env : "(unset)", st);
 	return s;
@@ -860,38 +856,37 @@ static void expect_same(const char *p, const struct snap *a, const char *kind)
 			 (unsigned long long)b.st.st_ino);
 }
 
+struct published {
+	int rc;
+	char why[192];
+};
+
+static size_t publish_child(void *arg, void *out, size_t size)
+{
+	struct published *p = out;
+	memset(p, 0, sizeof(*p));
+	alarm(120);
+	become_probe_user();
+	set_goal();
+	setenv("NANOCLOCK_SHARED", "off", 1);
+	nc_init();
+	p->rc = strcmp(nc_ticks_per_second_source(), "measured") != 0
+			? 99 /* fell back to an OS clock: nothing to write */
+			: nc_shared_publish(arg, -1, 0, 0, p->why, sizeof(p->why));
+	return size;
+}
+
 /* nc_shared_publish(at) in a fresh process as the probe's user: its
  * return code, its reason in why */
 static int publish_in_child(const char *at, char *why, size_t len)
 {
-	int pfd[2];
-	assert_int_equal(pipe(pfd), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(pfd[0]);
-		alarm(120);
-		become_probe_user();
-		set_goal();
-		setenv("NANOCLOCK_SHARED", "off", 1);
-		nc_init();
-		char w[192] = "";
-		int rc = strcmp(nc_ticks_per_second_source(), "measured") != 0
-				 ? 99 /* fell back to an OS clock: nothing to write */
-				 : nc_shared_publish(at, -1, 0, 0, w, sizeof(w));
-		(void)!write(pfd[1], &rc, sizeof(rc));
-		(void)!write(pfd[1], w, sizeof(w));
-		_exit(0);
-	}
-	close(pfd[1]);
-	int rc = -1000;
-	char w[192] = "";
-	assert_int_equal(read(pfd[0], &rc, sizeof(rc)), (ssize_t)sizeof(rc));
-	assert_int_equal(read(pfd[0], w, sizeof(w)), (ssize_t)sizeof(w));
-	close(pfd[0]);
-	assert_int_equal(waitpid(pid, NULL, 0), pid);
-	snprintf(why, len, "%s", w);
-	return rc;
+	struct published p;
+	int st = 0;
+	assert_int_equal(in_fresh_process(publish_child, (void *)at, &p, sizeof(p), &st),
+			 (ssize_t)sizeof(p));
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	snprintf(why, len, "%s", p.why);
+	return p.rc;
 }
 
 enum { K_TEXT, K_EMPTY, K_OTHER_USER, K_LINK, K_DANGLING, K_FIFO, K_SOCKET, K_DIR, K_DEVICE, K_N };
@@ -1467,6 +1462,29 @@ static int run_tool(const char *const *args, char *buf, size_t len)
 	return run_capture(tool, args, NULL, NULL, NULL, buf, len);
 }
 
+/* test_distrusted_tsc_adopted's child: what the adopting process says */
+static size_t adopter_child(void *arg, void *out, size_t size)
+{
+	(void)arg;
+	char *o = out;
+	size_t n = 0;
+	alarm(120);
+	set_goal();
+	setenv("NANOCLOCK_SHARED", path, 1);
+	nc_init();
+	struct nc_shared_status st;
+	nc_get_shared_status(&st);
+	static struct nc_info in;
+	nc_get_info(&in);
+	n += (size_t)snprintf(o + n, size - n, "adopted=%d counter=%s unstable=%d\n", st.adopted,
+			      in.counter, in.kernel.tsc_unstable);
+	n += (size_t)snprintf(o + n, size - n, "policy=%s\n", in.policy);
+	for (int i = 0; i < in.n_candidates && n + 300 < size; i++)
+		n += (size_t)snprintf(o + n, size - n, "cand %s %d %s\n", in.candidates[i].name,
+				      in.candidates[i].status, in.candidates[i].reason);
+	return n;
+}
+
 /* A record written on a machine whose kernel distrusts the TSC (booted
  * tsc=unstable, timing with kvm-clock: the facts its writer read say so;
  * here the test sets that stance in the record, so the case runs on any
@@ -1491,42 +1509,9 @@ static void test_distrusted_tsc_adopted(void **state)
 	snprintf(kv->available_clocksources, sizeof(kv->available_clocksources),
 		 "kvm-clock hpet acpi_pm");
 	write_rec_file(&r, 1);
-	int pfd[2];
-	assert_int_equal(pipe(pfd), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(pfd[0]);
-		alarm(120);
-		set_goal();
-		setenv("NANOCLOCK_SHARED", path, 1);
-		char out[4096];
-		size_t o = 0;
-		nc_init();
-		struct nc_shared_status st;
-		nc_get_shared_status(&st);
-		static struct nc_info in;
-		nc_get_info(&in);
-		o += (size_t)snprintf(out + o, sizeof(out) - o, "adopted=%d counter=%s unstable=%d\n",
-				      st.adopted, in.counter, in.kernel.tsc_unstable);
-		o += (size_t)snprintf(out + o, sizeof(out) - o, "policy=%s\n", in.policy);
-		for (int i = 0; i < in.n_candidates && o < sizeof(out) - 300; i++)
-			o += (size_t)snprintf(out + o, sizeof(out) - o, "cand %s %d %s\n",
-					      in.candidates[i].name, in.candidates[i].status,
-					      in.candidates[i].reason);
-		(void)!write(pfd[1], out, o);
-		_exit(0);
-	}
-	close(pfd[1]);
 	static char got[4096];
-	size_t n = 0;
-	ssize_t k;
-	while (n < sizeof(got) - 1 && (k = read(pfd[0], got + n, sizeof(got) - 1 - n)) > 0)
-		n += (size_t)k;
-	got[n] = 0;
-	close(pfd[0]);
-	int wst;
-	assert_int_equal(waitpid(pid, &wst, 0), pid);
+	int wst = 0;
+	assert_true(in_fresh_process(adopter_child, NULL, got, sizeof(got) - 1, &wst) > 0);
 	print_message("  %s", got);
 	assert_true(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
 	assert_non_null(strstr(got, "adopted=1 counter=tsc unstable=1\n"));

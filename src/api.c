@@ -89,7 +89,7 @@ int64_t nc_ticks_to_unix_ns(uint64_t ticks)
 }
 
 /* ---- everything else ---- */
-int nc_init(void)
+NC_START int nc_init(void)
 {
 	nc__enter();
 	nc__leave();

@@ -193,7 +193,7 @@ static void report(void) NC_REQUIRES(nc__lib_lock)
 		o.hz_uncertainty_ppm, o.hz_source, over, init.init_ms);
 }
 
-static void do_init(void) NC_EXCLUDES(nc__lib_lock)
+NC_START static void do_init(void) NC_EXCLUDES(nc__lib_lock)
 {
 	nc__lock();
 	if (__atomic_load_n(&done, __ATOMIC_RELAXED)) { /* another thread ran it meanwhile */
@@ -269,7 +269,7 @@ void nc__ensure_init(void)
 	}
 }
 
-void nc__enter(void)
+NC_START void nc__enter(void)
 {
 	nc__ensure_init();
 	if (NC_UNLIKELY(nc__upkeep_fork_pending())) {
@@ -279,13 +279,13 @@ void nc__enter(void)
 	}
 }
 
-void nc__leave(void)
+NC_START void nc__leave(void)
 {
 	nc__shared_flush(); /* a republish a refresh found due: never on a read's path */
 	nc__log_deliver();
 }
 
 /* Unchecked by design: write-once state, read after nc__ensure_init. */
-int nc__init_status(void) NC_NO_TSA { return init.status; }
+NC_START int nc__init_status(void) NC_NO_TSA { return init.status; }
 double nc__init_ms(void) NC_NO_TSA { return init.init_ms; }
 const struct nc__config *nc__init_config(void) NC_NO_TSA { return &init.cfg; }

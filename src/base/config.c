@@ -135,13 +135,13 @@ int nc__parse_positive(const char *s, double lo, double hi, double *out, char *w
 #define DEFAULT_CALIB_PPM 1.0
 #define DEFAULT_CALIB_MAX_MS 20.0
 
-static const char *from_environ(const char *name, void *ctx)
+NC_START static const char *from_environ(const char *name, void *ctx)
 {
 	(void)ctx;
 	return secure_getenv(name);
 }
 
-void nc__config_read(struct nc__config *c, double app_ppm, double app_ms)
+NC_START void nc__config_read(struct nc__config *c, double app_ppm, double app_ms)
 {
 	nc__config_read_from(c, app_ppm, app_ms, from_environ, NULL);
 	static const char *const names[] = {"NANOCLOCK_COUNTER",      "NANOCLOCK_HZ",
@@ -162,6 +162,7 @@ typedef const char *getter(const char *name, void *ctx);
 /* A numeric setting NAME in [lo, hi]: 1 and *x set where it is valid, 0
  * where it is unset or refused; the first refusal's reason is kept in
  * why[] ("NAME refused<note>: ..."). */
+NC_START
 static int number_setting(getter *get, void *ctx, const char *name, double lo, double hi,
 			  double *x, char *why, size_t whylen, const char *note)
 {
@@ -283,6 +284,7 @@ static void read_utc(struct nc__config *c, getter *get, void *ctx)
 		       sizeof(c->utc_why), " (1024 used)");
 }
 
+NC_START
 void nc__config_read_from(struct nc__config *c, double app_ppm, double app_ms, getter *get,
 			  void *ctx)
 {

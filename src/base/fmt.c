@@ -63,6 +63,7 @@ static void pad(struct sink *s, char c, int n)
 
 /* sign, then zeros or spaces to the width (spaces after with '-'), then
  * the body; zeros first to make `lead` digits (an integer's precision) */
+NC_START
 static void emit(struct sink *s, char sign, const char *body, int blen, int lead,
 		 const struct spec *f)
 {
@@ -295,7 +296,7 @@ static int format(char *buf, size_t n, const char *fmt, va_list *ap)
 	return s.len > (size_t)INT32_MAX ? INT32_MAX : (int)s.len;
 }
 
-int nc__vfmt(char *buf, size_t n, const char *fmt, va_list ap)
+NC_START int nc__vfmt(char *buf, size_t n, const char *fmt, va_list ap)
 {
 	/* a copy the phases share by pointer: where va_list is an array
 	 * (x86-64), a parameter's address is not a va_list * */
@@ -306,7 +307,7 @@ int nc__vfmt(char *buf, size_t n, const char *fmt, va_list ap)
 	return r;
 }
 
-int nc__fmt(char *buf, size_t n, const char *fmt, ...)
+NC_START int nc__fmt(char *buf, size_t n, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);

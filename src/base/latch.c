@@ -46,7 +46,7 @@ uint64_t nc__latch_read(const uint64_t *seq, const void *obj,
 }
 
 /* ---- the timelines ---- */
-static void line_store(void *obj, int i, const void *src)
+NC_START static void line_store(void *obj, int i, const void *src)
 {
 	struct nc_impl_copy *d = &((struct nc_impl_line *)obj)->copy[i];
 	const struct nc_impl_copy *c = src;
@@ -71,7 +71,7 @@ static void line_load(const void *obj, int i, void *dst)
 	o->span = NC_LD(c->span);
 }
 
-void nc__latch_write_line(struct nc_impl_line *l, const struct nc_impl_copy *c)
+NC_START void nc__latch_write_line(struct nc_impl_line *l, const struct nc_impl_copy *c)
 {
 	nc__latch_write(&l->seq, l, line_store, c);
 }
@@ -100,7 +100,7 @@ static void conv_load(const void *obj, int i, void *dst)
 	o->ns_frac = NC_LD(c->ns_frac);
 }
 
-void nc__latch_write_conv(uint64_t ns_int, uint64_t ns_frac)
+NC_START void nc__latch_write_conv(uint64_t ns_int, uint64_t ns_frac)
 {
 	struct nc_impl_conv *c = &nc_impl_g.conv;
 	struct nc_impl_conv_copy v = {ns_int, ns_frac};

@@ -68,7 +68,7 @@ int nc__futex_trylock(struct nc__futex_lock *l) NC_NO_TSA
 	return take_over(l);
 }
 
-void nc__futex_lock(struct nc__futex_lock *l) NC_NO_TSA
+NC_START void nc__futex_lock(struct nc__futex_lock *l) NC_NO_TSA
 {
 	uint32_t c = 0;
 	if (__atomic_compare_exchange_n(&l->word, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
@@ -87,7 +87,7 @@ void nc__futex_lock(struct nc__futex_lock *l) NC_NO_TSA
 	owned(l);
 }
 
-void nc__futex_unlock(struct nc__futex_lock *l) NC_NO_TSA
+NC_START void nc__futex_unlock(struct nc__futex_lock *l) NC_NO_TSA
 {
 	__atomic_store_n(&l->owner, 0, __ATOMIC_RELAXED);
 #ifdef NC_DEBUG
@@ -97,8 +97,8 @@ void nc__futex_unlock(struct nc__futex_lock *l) NC_NO_TSA
 		futex(&l->word, FUTEX_WAKE, 1);
 }
 
-void nc__lock(void) { nc__futex_lock(&nc__lib_lock); }
-void nc__unlock(void) { nc__futex_unlock(&nc__lib_lock); }
+NC_START void nc__lock(void) { nc__futex_lock(&nc__lib_lock); }
+NC_START void nc__unlock(void) { nc__futex_unlock(&nc__lib_lock); }
 int nc__trylock(void) { return nc__futex_trylock(&nc__lib_lock); }
 void nc__lock_reset_in_child(void) { nc__futex_reset(&nc__lib_lock); }
 

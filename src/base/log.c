@@ -87,7 +87,7 @@ static void to_stderr(void *ctx, int level, const char *msg)
  * (there is nowhere to say so).  secure_getenv: a setuid program does not
  * write where its caller's environment says.  Once, with nc__lib_lock held
  * (initialisation, nc_set_log). */
-static void read_env(void) NC_REQUIRES(nc__lib_lock)
+NC_START static void read_env(void) NC_REQUIRES(nc__lib_lock)
 {
 	const char *v = secure_getenv("NANOCLOCK_LOG");
 	if (!v || reports.fn || (strcmp(v, "stderr") != 0 && strncmp(v, "stderr:", 7) != 0))
@@ -105,7 +105,7 @@ static void read_env(void) NC_REQUIRES(nc__lib_lock)
 			"0-3): info used", v);
 }
 
-void nc__log_config(void)
+NC_START void nc__log_config(void)
 {
 	NC_LOCK_HELD();
 	/* the flag after the reading (a child forked while another thread
@@ -130,7 +130,7 @@ int nc_set_log(nc_log_fn fn, void *ctx, int level)
 }
 
 /* Unchecked by design: any context may ask, the lock held or not. */
-int nc__log_wanted(int level) NC_NO_TSA
+NC_START int nc__log_wanted(int level) NC_NO_TSA
 {
 	return level <= __atomic_load_n(&reports.level, __ATOMIC_ACQUIRE);
 }
@@ -345,7 +345,7 @@ static void enqueue(int level, const char *fmt, va_list ap) NC_REQUIRES(nc__lib_
 	__atomic_store_n(&reports.pending, 1, __ATOMIC_RELEASE);
 }
 
-void nc__log(int level, const char *fmt, ...)
+NC_START void nc__log(int level, const char *fmt, ...)
 {
 	NC_LOCK_HELD();
 	if (!nc__log_wanted(level))
@@ -423,7 +423,7 @@ static int pop(struct report *out, nc_log_fn *fn, void **ctx) NC_REQUIRES(nc__li
 	return 1;
 }
 
-void nc__log_deliver(void)
+NC_START void nc__log_deliver(void)
 {
 	while (nc__log_pending()) {
 		struct report r;

@@ -21,7 +21,7 @@
 #define CLOCK_BOOTTIME CLOCK_MONOTONIC
 #endif
 
-int64_t nc__clock_ns(int id)
+NC_START int64_t nc__clock_ns(int id)
 {
 	struct timespec ts;
 	if (clock_gettime((clockid_t)id, &ts) != 0)
@@ -29,10 +29,10 @@ int64_t nc__clock_ns(int id)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int64_t os_raw(void) { return nc__clock_ns(CLOCK_MONOTONIC_RAW); }
-static int64_t os_mono(void) { return nc__clock_ns(CLOCK_MONOTONIC); }
-static int64_t os_real(void) { return nc__clock_ns(CLOCK_REALTIME); }
-static int64_t os_boot(void) { return nc__clock_ns(CLOCK_BOOTTIME); }
+NC_START static int64_t os_raw(void) { return nc__clock_ns(CLOCK_MONOTONIC_RAW); }
+NC_START static int64_t os_mono(void) { return nc__clock_ns(CLOCK_MONOTONIC); }
+NC_START static int64_t os_real(void) { return nc__clock_ns(CLOCK_REALTIME); }
+NC_START static int64_t os_boot(void) { return nc__clock_ns(CLOCK_BOOTTIME); }
 
 /* The kernel's nominal tick in us (its TICK_USEC): adjtimex's tick field
  * counts us per USER_HZ tick, and USER_HZ is 100 on every Linux
@@ -54,7 +54,7 @@ long nc__tick_nominal_us(void)
  * field as modes 0 does, except that offset is what adjtime() has left to
  * slew; the kernel's own offset is read by a second call.  Each costs a
  * system call (~0.3 us in a VM): a tie makes two. */
-static int os_kclock(struct nc__kclock *k)
+NC_START static int os_kclock(struct nc__kclock *k)
 {
 	struct timex tx = {0};
 	tx.modes = ADJ_OFFSET_SS_READ;
@@ -95,9 +95,9 @@ static int os_kclock(struct nc__kclock *k)
 }
 struct nc__refclocks nc__ref = {os_raw, os_mono, os_real, os_boot, os_kclock};
 
-int64_t nc__mono_raw_ns(void) { return nc__ref.raw(); }
-int nc__ref_simulated(void) { return nc__ref.raw != os_raw; }
-int64_t nc__ref_io_raw(void *ctx) { return (void)ctx, nc__ref.raw(); }
-int64_t nc__ref_io_mono(void *ctx) { return (void)ctx, nc__ref.mono(); }
+NC_START int64_t nc__mono_raw_ns(void) { return nc__ref.raw(); }
+NC_START int nc__ref_simulated(void) { return nc__ref.raw != os_raw; }
+NC_START int64_t nc__ref_io_raw(void *ctx) { return (void)ctx, nc__ref.raw(); }
+NC_START int64_t nc__ref_io_mono(void *ctx) { return (void)ctx, nc__ref.mono(); }
 
 void nc__test_set_refclocks(const struct nc__refclocks *r) { nc__ref = *r; }

@@ -42,7 +42,7 @@ static void remember(const struct nc__bracket *b, int64_t boot) NC_REQUIRES(nc__
 	seen.have = 1;
 }
 
-void nc__events_start(const struct nc__bracket *b, int64_t boot) { remember(b, boot); }
+NC_START void nc__events_start(const struct nc__bracket *b, int64_t boot) { remember(b, boot); }
 
 int nc__events_look(const struct nc__bracket *b, int64_t boot)
 {

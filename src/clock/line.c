@@ -34,7 +34,7 @@ static uint64_t floor_mul(uint64_t t, uint64_t mi, uint64_t mf)
 	return t * mi + nc_impl_mulhi(t, mf, &lo);
 }
 
-uint64_t nc__epoch_value(const struct nc__epoch *e, uint64_t t)
+NC_START uint64_t nc__epoch_value(const struct nc__epoch *e, uint64_t t)
 {
 	return e->c0 + floor_mul(t, e->mi, e->mf);
 }
@@ -47,7 +47,7 @@ uint64_t nc__epoch_extended(const struct nc__epoch *e, uint64_t t)
 	return nc__epoch_end_value(e) + floor_mul(d - e->span, e->mi, e->mf);
 }
 
-uint64_t nc__c0_for(uint64_t L, uint64_t V, uint64_t mi, uint64_t mf)
+NC_START uint64_t nc__c0_for(uint64_t L, uint64_t V, uint64_t mi, uint64_t mf)
 {
 	return V - floor_mul(L, mi, mf);
 }
@@ -83,7 +83,7 @@ void nc__clamp_slope(const struct nc__epoch *old, struct nc__epoch *e)
 	}
 }
 
-int nc__slope_from_ns(double ns_per_tick, struct nc__epoch *e)
+NC_START int nc__slope_from_ns(double ns_per_tick, struct nc__epoch *e)
 {
 	return ns_per_tick > 0 ? nc__ns_per_tick(1e9 / ns_per_tick, &e->mi, &e->mf) : NC_ERANGE;
 }
@@ -119,6 +119,7 @@ uint64_t nc__epoch_reader_value(const struct nc__epoch *e, uint64_t t)
 	return (int64_t)d >= 0 ? nc__epoch_overdue(e, t) : nc__epoch_value(e, e->t0);
 }
 
+NC_START
 void nc__line_publish(struct nc_impl_line *l, uint64_t kind, int inline_ok, const struct nc__epoch *e)
 {
 #ifdef NC_DEBUG

@@ -64,7 +64,7 @@ static uint64_t now_read(void) NC_NO_TSA
 	return now_line.on_raw ? (uint64_t)nc__mono_raw_ns() : nc__counter_read();
 }
 
-static void publish(const struct nc__epoch *e) NC_REQUIRES(nc__lib_lock)
+NC_START static void publish(const struct nc__epoch *e) NC_REQUIRES(nc__lib_lock)
 {
 	nc__line_publish(&nc_impl_g.now, now_line.on_raw ? NC_IMPL_KIND_CALL : nc__counter_kind(),
 			 !now_line.on_raw && nc__counter_inline(), e);
@@ -88,7 +88,7 @@ static void move_to_raw(uint64_t v) NC_REQUIRES(nc__lib_lock)
 	publish(&e);
 }
 
-void nc__now_start(void)
+NC_START void nc__now_start(void)
 {
 	NC_LOCK_HELD();
 	if (nc__rate_is_exact()) {

@@ -29,7 +29,7 @@ __thread long nc__slow_calls __attribute__((tls_model("initial-exec")));
 __thread long nc__held_reads __attribute__((tls_model("initial-exec")));
 __thread long nc__overdue_reads __attribute__((tls_model("initial-exec")));
 
-void nc__timeline_register(const struct nc__timeline *tl)
+NC_START void nc__timeline_register(const struct nc__timeline *tl)
 {
 	if (nregistered < MAX_TIMELINES)
 		registered[nregistered++] = tl;

@@ -287,7 +287,7 @@ void nc__upkeep_forked(void)
 
 /* Unchecked by design: a flag every call tests before taking the lock
  * (atomic loads; nc__upkeep_after_fork looks again under it). */
-int nc__upkeep_fork_pending(void) NC_NO_TSA
+NC_START int nc__upkeep_fork_pending(void) NC_NO_TSA
 {
 	return __atomic_load_n(&upkeep.forked, __ATOMIC_RELAXED) || __atomic_load_n(&upkeep.stale, __ATOMIC_RELAXED);
 }

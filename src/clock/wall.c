@@ -105,7 +105,7 @@ struct tie {
 };
 
 /* REALTIME - MONOTONIC, and half the bracket it was read in */
-static int64_t realtime_offset(double *hw)
+NC_START static int64_t realtime_offset(double *hw)
 {
 	int64_t best = INT64_MAX, off = 0;
 	for (int i = 0; i < 4; i++) {
@@ -320,6 +320,7 @@ static void on_time_epoch(const struct nc__epoch *old, uint64_t L, uint64_t t, c
 /* ---- wall_update: the phases in order ----
  * old: the published epoch, or NULL for the first tie; t: the read that
  * asked for it. */
+NC_START
 static void wall_update(const struct nc__epoch *old, uint64_t t, int why) NC_REQUIRES(nc__lib_lock)
 {
 	NC_LOCK_HELD();
@@ -432,7 +433,7 @@ const struct nc__timeline nc__wall_timeline = {
 	.ahead_bound = wall_ahead_bound,
 };
 
-void nc__wall_start(double period_ms)
+NC_START void nc__wall_start(double period_ms)
 {
 	if (period_ms > 0)
 		wall.period_ns = period_ms * 1e6;

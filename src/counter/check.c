@@ -44,6 +44,7 @@ static void keep_small(uint32_t *h, int *n, int m, uint32_t d)
 	h[i] = d;
 }
 
+NC_START
 int nc__counter_check(const struct nc__counter *c, int n, uint64_t *resolution, double *cost_ns,
 		      char *why, size_t whylen)
 {

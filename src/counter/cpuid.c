@@ -77,7 +77,7 @@ static void read_all(void)
 static void read_all(void) {}
 #endif
 
-const struct nc__cpuid *nc__cpuid(void)
+NC_START const struct nc__cpuid *nc__cpuid(void)
 {
 	NC_LOCK_HELD();
 	/* the flag after the reading: a child forked (without handlers) while

@@ -26,6 +26,7 @@ static struct {
 	char policy[384];
 } current NC_GUARDED_BY(nc__lib_lock);
 
+NC_START
 void nc__counter_choose(const struct nc__registered *reg, const char *env_counter,
 			const char *env_why, const char *prefer)
 {
@@ -43,7 +44,7 @@ void nc__counter_choose(const struct nc__registered *reg, const char *env_counte
 	__atomic_store_n(&current.ctr, current.sel.use, __ATOMIC_RELEASE);
 }
 
-int nc__counter_stated(struct nc_hz_source *out, int max)
+NC_START int nc__counter_stated(struct nc_hz_source *out, int max)
 {
 	int n = nc__select_stated(current.sel.index, out, max);
 	if (n >= 0)
@@ -53,12 +54,12 @@ int nc__counter_stated(struct nc_hz_source *out, int max)
 	return c && c->stated ? c->stated(&current.m, out, max) : 0;
 }
 
-void nc__counter_machine_read(void) { nc__machine_read(&current.m); }
+NC_START void nc__counter_machine_read(void) { nc__machine_read(&current.m); }
 
 /* the record's CPUID, when its facts are used (nc__lib_lock, as current) */
 static struct nc__cpuid facts_cpuid NC_GUARDED_BY(nc__lib_lock);
 
-void nc__counter_machine_from(const struct nc__machine_facts *f)
+NC_START void nc__counter_machine_from(const struct nc__machine_facts *f)
 {
 	memcpy(&current.m, &f->m, sizeof(current.m)); /* padding too: a record is written whole */
 	facts_cpuid = f->cpuid;
@@ -75,7 +76,7 @@ void nc__counter_machine_facts(struct nc__machine_facts *f)
 		memcpy(&f->cpuid, current.m.cpuid, sizeof(f->cpuid));
 }
 
-int nc__counter_status(void) { return current.status; }
+NC_START int nc__counter_status(void) { return current.status; }
 
 void nc__counter_next(const char *why)
 {
@@ -97,7 +98,7 @@ __attribute__((format(printf, 3, 4))) static void append(char *buf, size_t size,
 	va_end(ap);
 }
 
-void nc__counter_settle(double rate_hz)
+NC_START void nc__counter_settle(double rate_hz)
 {
 	const struct nc_candidate *c = &current.cands[current.sel.index];
 	uint64_t kind = current.ctr->kind;
@@ -128,18 +129,19 @@ void nc__counter_settle(double rate_hz)
 /* Unchecked by design, these two: every read asks them, from any context
  * (acquire loads).  kind is stored after ctr, with release: a reader that
  * sees the new kind sees the new counter */
-const struct nc__counter *nc__counter(void) NC_NO_TSA
+NC_START const struct nc__counter *nc__counter(void) NC_NO_TSA
 {
 	return __atomic_load_n(&current.ctr, __ATOMIC_ACQUIRE);
 }
+NC_START
 uint64_t nc__counter_kind(void) NC_NO_TSA { return __atomic_load_n(&current.kind, __ATOMIC_ACQUIRE); }
-int nc__counter_inline(void) { return current.inline_ok; }
-uint64_t nc__counter_resolution(void) { return current.resolution; }
+NC_START int nc__counter_inline(void) { return current.inline_ok; }
+NC_START uint64_t nc__counter_resolution(void) { return current.resolution; }
 /* Unchecked by design: write-once facts (counter.h). */
-const struct nc__machine *nc__counter_machine(void) NC_NO_TSA { return &current.m; }
+NC_START const struct nc__machine *nc__counter_machine(void) NC_NO_TSA { return &current.m; }
 const char *nc__counter_policy(void) { return current.policy; }
 
-uint64_t nc__counter_read(void)
+NC_START uint64_t nc__counter_read(void)
 {
 	uint64_t k = nc__counter_kind();
 	if (nc_impl_hw(k))
@@ -148,7 +150,7 @@ uint64_t nc__counter_read(void)
 	return c->read_ordered(c->ctx);
 }
 
-uint64_t nc__counter_io_read(void *ctx)
+NC_START uint64_t nc__counter_io_read(void *ctx)
 {
 	const struct nc__counter *c = ctx;
 	return c ? c->read_ordered(c->ctx) : nc__counter_read();

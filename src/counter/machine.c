@@ -42,7 +42,7 @@ static ssize_t read_text(const char *path, char *buf, size_t len)
 }
 
 /* The first line of a small file, trailing blanks cut. */
-static int read_line(const char *path, char *buf, size_t len)
+NC_START static int read_line(const char *path, char *buf, size_t len)
 {
 	if (read_text(path, buf, len) < 0)
 		return -1;
@@ -85,7 +85,7 @@ static double parse_decimal(const char *p)
 	return digits && *p == 0 ? (double)mant / scale : 0;
 }
 
-static int has_word(const char *list, const char *w)
+NC_START static int has_word(const char *list, const char *w)
 {
 	size_t n = strlen(w);
 	for (const char *p = list; (p = strstr(p, w)) != NULL; p += n) {
@@ -106,7 +106,7 @@ const char *nc__cpuinfo_path = "/proc/cpuinfo";
 NC_COLD static char cpuinfo_text[16384] NC_GUARDED_BY(nc__lib_lock);
 
 /* The whole line that starts with key, read so far? */
-static int have_line(const char *text, const char *key)
+NC_START static int have_line(const char *text, const char *key)
 {
 	size_t k = strlen(key);
 	for (const char *p = text; (p = strstr(p, key)) != NULL; p += k)
@@ -185,7 +185,7 @@ static int read_cpuinfo(struct nc__machine *m) NC_REQUIRES(nc__lib_lock)
 
 /* The kernel's own opinion of the TSC: reported, never obeyed (see the
  * TSC policy in counters/x86_tsc.c). */
-static void tsc_distrust(struct nc_kernel_view *kv)
+NC_START static void tsc_distrust(struct nc_kernel_view *kv)
 {
 	kv->tsc_unstable = -1;
 	if (kv->cpuid_tsc != 1)
@@ -212,7 +212,7 @@ static void tsc_distrust(struct nc_kernel_view *kv)
 	}
 }
 
-void nc__machine_read(struct nc__machine *m)
+NC_START void nc__machine_read(struct nc__machine *m)
 {
 	memset(m, 0, sizeof(*m));
 	m->cpuinfo_rdtscp = -1;
@@ -256,7 +256,7 @@ void nc__machine_clocksource(char *buf, size_t len)
 		buf[0] = 0;
 }
 
-void nc__machine_process(struct nc__machine *m)
+NC_START void nc__machine_process(struct nc__machine *m)
 {
 	m->tsc_user_disabled = 0;
 #if defined(__linux__) && defined(PR_GET_TSC) && (defined(__x86_64__) || defined(__i386__))

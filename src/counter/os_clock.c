@@ -17,32 +17,32 @@
 
 /* through the reference table: the clock calibration and the timelines
  * measure against is the one this counter reads */
-static uint64_t raw_read(void *ctx)
+NC_START static uint64_t raw_read(void *ctx)
 {
 	(void)ctx;
 	return (uint64_t)nc__mono_raw_ns();
 }
-static uint64_t mono_read(void *ctx)
+NC_START static uint64_t mono_read(void *ctx)
 {
 	(void)ctx;
 	return (uint64_t)clock_ns(CLOCK_MONOTONIC);
 }
 /* CLOCK_REALTIME in microseconds, as gettimeofday gives it (through the
  * reference table, so that the simulated world can set it) */
-static uint64_t gtod_read(void *ctx)
+NC_START static uint64_t gtod_read(void *ctx)
 {
 	(void)ctx;
 	return (uint64_t)nc__ref.real() / 1000;
 }
 
-static int raw_available(const struct nc__machine *m, char *why, size_t whylen)
+NC_START static int raw_available(const struct nc__machine *m, char *why, size_t whylen)
 {
 	(void)m;
 	(void)why;
 	(void)whylen;
 	return clock_ns(CLOCK_MONOTONIC_RAW) < 0 ? NC_ENOCOUNTER : 0;
 }
-static int mono_available(const struct nc__machine *m, char *why, size_t whylen)
+NC_START static int mono_available(const struct nc__machine *m, char *why, size_t whylen)
 {
 	(void)m;
 	(void)why;

@@ -113,7 +113,7 @@ int nc__test_add_candidate(const struct nc_counter_spec *spec)
 	return rc;
 }
 
-void nc__registry_freeze(struct nc__registered *out)
+NC_START void nc__registry_freeze(struct nc__registered *out)
 {
 	nc__mutex_lock(&registry_lock);
 	frozen = 1;

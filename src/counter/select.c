@@ -131,7 +131,7 @@ static void rough_rate(struct eval *ev)
 
 /* Phase 2 and 3: everything that reads the candidate (under the fault
  * trap when the counter asks for it). */
-static void read_checks(void *arg) NC_REQUIRES(nc__lib_lock)
+NC_START static void read_checks(void *arg) NC_REQUIRES(nc__lib_lock)
 {
 	struct eval *ev = arg;
 	const struct nc__counter *c = ev->c;
@@ -177,7 +177,7 @@ static const char *sig_name(int sig)
 	}
 }
 
-int nc__select_stated(int i, struct nc_hz_source *out, int max)
+NC_START int nc__select_stated(int i, struct nc_hz_source *out, int max)
 {
 	if (i < 0 || i >= NC_MAX_CANDIDATES || sel_state.stated_n[i] < 0)
 		return -1;
@@ -192,6 +192,7 @@ static void evaluate_one_timed(const struct nc__machine *m, const struct nc__cou
 			       struct nc_candidate *ci, int i, int reads) NC_REQUIRES(nc__lib_lock);
 /* each candidate's evaluation, timed for the debug log (where a slow
  * start went) */
+NC_START
 static void evaluate_one(const struct nc__machine *m, const struct nc__counter *c,
 			 struct nc_candidate *ci, int i, int reads) NC_REQUIRES(nc__lib_lock)
 {
@@ -205,6 +206,7 @@ static void evaluate_one(const struct nc__machine *m, const struct nc__counter *
 		(double)(nc__mono_raw_ns() - t0) / 1e6, reads);
 }
 
+NC_START
 static void evaluate_one_timed(const struct nc__machine *m, const struct nc__counter *c,
 			       struct nc_candidate *ci, int i, int reads)
 {
@@ -300,7 +302,7 @@ static void set_selected(struct nc_candidate *cands, int i, struct nc__selection
 
 /* The lowest score among usable candidates; if none passed (a broken OS
  * clock?), CLOCK_MONOTONIC_RAW anyway: the one fallback rule. */
-static int best_or_fallback(struct nc_candidate *cands, int n) NC_REQUIRES(nc__lib_lock)
+NC_START static int best_or_fallback(struct nc_candidate *cands, int n) NC_REQUIRES(nc__lib_lock)
 {
 	int best = -1;
 	for (int i = 0; i < n; i++)
@@ -351,6 +353,7 @@ static int pick_forced(const struct nc__registered *reg, const char *env_counter
 }
 
 /* Candidate i left unmeasured (its reason is the caller's) */
+NC_START
 static void skip_candidate(struct nc_candidate *cands, const struct nc__counter *const *list, int i)
 	NC_REQUIRES(nc__lib_lock)
 {
@@ -392,6 +395,7 @@ static int take_recorded(const struct nc__machine *m, const struct nc__counter *
 	return 1;
 }
 
+NC_START
 void nc__select(const struct nc__machine *m, const struct nc__registered *reg,
 		const char *env_counter, const char *prefer, struct nc_candidate *cands, int *n_out,
 		struct nc__selection *sel)

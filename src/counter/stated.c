@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #endif
 
+NC_START
 void nc__src_set(struct nc_hz_source *s, const char *name, double hz, double resolution_hz,
 		 const char *reason)
 {

@@ -36,7 +36,7 @@ static uint64_t tsc_read_ordered(void *ctx)
  * for every CPU, across suspend, with a watchdog); nanoclock runs its own
  * checks on the CPUs it is used on — monotonic and advancing reads, a
  * consistent calibration — and the cross-CPU check is the user's to run. */
-static int tsc_available(const struct nc__machine *m, char *why, size_t whylen)
+NC_START static int tsc_available(const struct nc__machine *m, char *why, size_t whylen)
 {
 	const struct nc__cpuid *c = m->cpuid;
 	if (!c->valid || !c->tsc) {
@@ -113,7 +113,7 @@ static void cpuid_hv(struct nc_hz_source *s, const struct nc__cpuid *c)
 
 /* Cheap sources only, the hardware's own first.  The kernel's perf-page
  * conversion is read later (freq_sources.c). */
-static int tsc_stated(const struct nc__machine *m, struct nc_hz_source *out, int max)
+NC_START static int tsc_stated(const struct nc__machine *m, struct nc_hz_source *out, int max)
 {
 	if (max < 4)
 		return 0;
@@ -136,7 +136,7 @@ const struct nc__counter nc__counter_tsc = {
 	.available = tsc_available,
 };
 
-const struct nc__counter *nc__hw_counter(const struct nc__machine *m)
+NC_START const struct nc__counter *nc__hw_counter(const struct nc__machine *m)
 {
 	(void)m;
 	return &nc__counter_tsc;

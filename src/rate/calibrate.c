@@ -84,7 +84,7 @@
 #include <math.h>
 #include <string.h>
 
-void nc__take_bracket(const struct nc__calib_io *io, int tries, struct nc__bracket *out)
+NC_START void nc__take_bracket(const struct nc__calib_io *io, int tries, struct nc__bracket *out)
 {
 	out->width = UINT64_MAX;
 	out->mid = 0;
@@ -371,7 +371,7 @@ static void width_drift(const struct fit *f, double *drift_out, double *hidden_o
  * stated uncertainty is 4 such standard errors plus a systematic term for
  * bracket widths drifting between the first and last quarter of the
  * window (the reference's place in the bracket moves with them). */
-static int fit_result(const struct fit *f, struct nc__calib *out)
+NC_START static int fit_result(const struct fit *f, struct nc__calib *out)
 {
 	uint32_t n = f->n;
 	if (n < 16 || f->last_y - f->first_y <= 0)
@@ -489,6 +489,7 @@ static int ends_result(const struct fit *f, double x, double y, uint64_t w, stru
 	return 0;
 }
 
+NC_START
 int nc__calibrate_until(const struct nc__calib_io *io, const struct nc__calib_goal *g,
 			struct nc__calib *out)
 {

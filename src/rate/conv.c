@@ -104,7 +104,7 @@ static struct u128 shl(uint64_t v, unsigned s)
 	return r;
 }
 
-int nc__hz_to_q24(double hz, uint64_t *q24)
+NC_START int nc__hz_to_q24(double hz, uint64_t *q24)
 {
 	if (isnan(hz))
 		return NC_EINVAL;
@@ -115,7 +115,7 @@ int nc__hz_to_q24(double hz, uint64_t *q24)
 	return 0;
 }
 
-int nc__conv_from_q24(nc_conv_t *c, uint64_t q)
+NC_START int nc__conv_from_q24(nc_conv_t *c, uint64_t q)
 {
 	if (!c)
 		return NC_EINVAL;
@@ -133,7 +133,7 @@ int nc__conv_from_q24(nc_conv_t *c, uint64_t q)
 	return 0;
 }
 
-int nc_conv_init(nc_conv_t *c, double hz)
+NC_START int nc_conv_init(nc_conv_t *c, double hz)
 {
 	uint64_t q;
 	if (!c)
@@ -144,7 +144,7 @@ int nc_conv_init(nc_conv_t *c, double hz)
 	return nc__conv_from_q24(c, q);
 }
 
-int nc__ns_per_tick(double hz, uint64_t *ip, uint64_t *fp)
+NC_START int nc__ns_per_tick(double hz, uint64_t *ip, uint64_t *fp)
 {
 	nc_conv_t c;
 	int rc = nc_conv_init(&c, hz);

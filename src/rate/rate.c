@@ -53,7 +53,7 @@ static struct {
 	char env_status[160]; /* NANOCLOCK_HZ: used / refused / ignored, and why */
 } rate NC_GUARDED_BY(nc__lib_lock);
 
-static void use(double hz, double ppm, const char *source) NC_REQUIRES(nc__lib_lock)
+NC_START static void use(double hz, double ppm, const char *source) NC_REQUIRES(nc__lib_lock)
 {
 	uint64_t q;
 	nc_conv_t c;
@@ -67,7 +67,7 @@ static void use(double hz, double ppm, const char *source) NC_REQUIRES(nc__lib_l
 		nc__rate_publish();
 }
 
-void nc__rate_publish(void)
+NC_START void nc__rate_publish(void)
 {
 	NC_LOCK_HELD();
 #ifdef NC_DEBUG
@@ -86,7 +86,7 @@ void nc__rate_set_exact(double hz, const char *source, uint64_t resolution_ticks
 	use(hz, 0, source);
 }
 
-void nc__rate_set_measured(const struct nc__calib *c, uint64_t resolution_ticks)
+NC_START void nc__rate_set_measured(const struct nc__calib *c, uint64_t resolution_ticks)
 {
 	NC_LOCK_HELD();
 	rate.cal = *c;
@@ -99,6 +99,7 @@ void nc__rate_set_measured(const struct nc__calib *c, uint64_t resolution_ticks)
 	use(c->hz, c->ppm, "measured");
 }
 
+NC_START
 void nc__rate_set_shared(const struct nc__calib *c, uint64_t resolution_ticks,
 			 const struct nc__bracket *start)
 {
@@ -111,7 +112,7 @@ void nc__rate_set_shared(const struct nc__calib *c, uint64_t resolution_ticks,
 	use(c->hz, c->ppm, "shared");
 }
 
-void nc__rate_start(uint64_t *tick, int64_t *ns)
+NC_START void nc__rate_start(uint64_t *tick, int64_t *ns)
 {
 	*tick = rate.shared && rate.start_ns ? rate.start_tick : rate.cal.anchor_tick;
 	*ns = rate.shared && rate.start_ns ? rate.start_ns : rate.cal.anchor_ns;
@@ -130,7 +131,7 @@ void nc__rate_measurement(struct nc__meas *m)
 			      : 0;
 }
 
-int nc__rate_decide(struct nc_hz_source *stated, int nstated, const struct nc__config *cfg)
+NC_START int nc__rate_decide(struct nc_hz_source *stated, int nstated, const struct nc__config *cfg)
 {
 	NC_LOCK_HELD();
 	int status = 0;
@@ -278,13 +279,15 @@ void nc__rate_counter_replaced(double hz, const char *source)
 	nc__rate_set_exact(hz, source, 1);
 }
 
-int nc__rate_is_exact(void) { return rate.exact; }
+NC_START int nc__rate_is_exact(void) { return rate.exact; }
 int nc__rate_remeasuring(void) { return rate.remeasure; }
+NC_START
 double nc__rate_true_hz(void) { return rate.exact || rate.meas_hz <= 0 ? rate.hz : rate.meas_hz; }
+NC_START
 double nc__rate_true_ppm(void) { return rate.exact || rate.meas_hz <= 0 ? rate.ppm : rate.meas_ppm; }
 double nc__rate_hz(void) { return rate.hz; }
 void nc__rate_conv(nc_conv_t *out) { *out = rate.conv; }
-const struct nc__calib *nc__rate_anchor(void) { return &rate.cal; }
+NC_START const struct nc__calib *nc__rate_anchor(void) { return &rate.cal; }
 int nc__rate_sources_full(void) { return rate.nsrc >= NC_MAX_HZ_SOURCES; }
 
 void nc__rate_add_source(const struct nc_hz_source *s)

@@ -32,7 +32,7 @@ int nc__src_agrees(const struct nc_hz_source *s, const struct nc__meas *m, doubl
  * measurement's uncertainty (unless trusted blindly), which is never better
  * than the measurement alone: so the measurement is used, and each source
  * is marked as agreeing with it or refuted by it.  Returns how many agree. */
-int nc__check_stated(const struct nc__meas *m, struct nc_hz_source *src, int n)
+NC_START int nc__check_stated(const struct nc__meas *m, struct nc_hz_source *src, int n)
 {
 	int agree = 0;
 	for (int i = 0; i < n; i++) {

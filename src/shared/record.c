@@ -165,7 +165,7 @@ static void cpu_identity(char out[32], const struct nc__cpuid *c)
 	} while (0)
 
 /* Once, at initialisation: a refresh may later run in a signal handler. */
-static int ids(void) NC_REQUIRES(nc__lib_lock)
+NC_START static int ids(void) NC_REQUIRES(nc__lib_lock)
 {
 	if (!sh.have_ids) {
 		if (boot_id(sh.boot) != 0)
@@ -178,7 +178,7 @@ static int ids(void) NC_REQUIRES(nc__lib_lock)
 /* Sharing is for the machine's own hardware counter, measured against the
  * real CLOCK_MONOTONIC_RAW: not for an OS clock (exact already), an
  * application's counter, or a test's simulated world. */
-static int shareable(char *why, size_t len)
+NC_START static int shareable(char *why, size_t len)
 {
 	const struct nc__counter *c = nc__counter();
 	if (nc__ref_simulated()) {
@@ -201,7 +201,7 @@ static int shareable(char *why, size_t len)
  * the build's architecture in the name, so that the user's i386 and x86_64
  * programs each keep a record they can read, instead of each refusing and
  * rewriting the other's at every start. */
-static void user_path(char *out, size_t len)
+NC_START static void user_path(char *out, size_t len)
 {
 	const char *x = secure_getenv("XDG_RUNTIME_DIR");
 	if (x && x[0] == '/' && strlen(x) + sizeof("/nanoclock-record-" ARCH) <= len)
@@ -246,7 +246,7 @@ static void wrong_size(int fd, off_t size, char *why, size_t len)
  * before the record was written and a baseline begun after boot, written
  * before now.
  * The writer asks it too: it never writes what a reader would refuse. */
-static const char *implausible(const struct rec *r, int64_t now)
+NC_START static const char *implausible(const struct rec *r, int64_t now)
 {
 	if (!nc__hz_valid(r->hz))
 		return "a rate out of range";
@@ -272,7 +272,7 @@ static const char *implausible(const struct rec *r, int64_t now)
 /* The file at path, opened without following a link and read if it is a
  * regular file of a record's size, owned by root or this user and
  * writable by no one else: 1, or 0 with why. */
-static int read_file(const char *path, struct rec *r, char *why, size_t len)
+NC_START static int read_file(const char *path, struct rec *r, char *why, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
@@ -314,6 +314,7 @@ static int read_file(const char *path, struct rec *r, char *why, size_t len)
 
 /* Reads the record at path and checks all that does not need the counter:
  * 1, or 0 with why. */
+NC_START
 static int load_record(const char *path, const struct nc__config *cfg, struct rec *r, char *why,
 		       size_t len) NC_REQUIRES(nc__lib_lock)
 {
@@ -462,6 +463,7 @@ static int places(const struct nc__config *cfg, const char *out[2]) NC_REQUIRES(
 	return 2;
 }
 
+NC_START
 const struct nc__machine_facts *nc__shared_look(const struct nc__config *cfg, char counter[16])
 {
 	NC_LOCK_HELD();
@@ -498,6 +500,7 @@ const struct nc__machine_facts *nc__shared_look(const struct nc__config *cfg, ch
 	return NULL;
 }
 
+NC_START
 int nc__shared_adopt(const struct nc__config *cfg, struct nc__calib *out, struct nc__bracket *start)
 {
 	NC_LOCK_HELD();
@@ -898,7 +901,7 @@ int nc__shared_write(const char *path, int sync_verdict, double sync_shift_ns, u
 	return rc;
 }
 
-void nc__shared_publish_own(double goal_ppm)
+NC_START void nc__shared_publish_own(double goal_ppm)
 {
 	NC_LOCK_HELD();
 	if (sh.adopted || !sh.own_path[0])
@@ -973,7 +976,7 @@ void nc__shared_after_refine(void)
  * before it takes the lock (an atomic load; looked at again under it). */
 static int flush_due(void) NC_NO_TSA { return __atomic_load_n(&sh.due, __ATOMIC_ACQUIRE); }
 
-void nc__shared_flush(void)
+NC_START void nc__shared_flush(void)
 {
 	if (!flush_due())
 		return;

@@ -40,7 +40,7 @@ static uint64_t vctss_read_ordered(void *ctx)
 	return nc_impl_fenced(NC_IMPL_KIND_CNTVCTSS);
 }
 
-static int vct_stated(const struct nc__machine *m, struct nc_hz_source *out, int max)
+NC_START static int vct_stated(const struct nc__machine *m, struct nc_hz_source *out, int max)
 {
 	(void)m;
 	if (max < 1)
@@ -76,7 +76,7 @@ const struct nc__counter nc__counter_cntvctss = {
 	.stated = vct_stated,
 };
 
-const struct nc__counter *nc__hw_counter(const struct nc__machine *m)
+NC_START const struct nc__counter *nc__hw_counter(const struct nc__machine *m)
 {
 	(void)m;
 	return (getauxval(AT_HWCAP2) & HWCAP2_ECV) ? &nc__counter_cntvctss : &nc__counter_cntvct;

@@ -23,7 +23,7 @@ static uint64_t tb_read_ordered(void *ctx)
 	return nc_impl_fenced(NC_IMPL_KIND_TIMEBASE);
 }
 
-static int tb_stated(const struct nc__machine *m, struct nc_hz_source *out, int max)
+NC_START static int tb_stated(const struct nc__machine *m, struct nc_hz_source *out, int max)
 {
 	(void)m;
 	if (max < 1)
@@ -58,7 +58,7 @@ const struct nc__counter nc__counter_timebase = {
 	.stated = tb_stated,
 };
 
-const struct nc__counter *nc__hw_counter(const struct nc__machine *m)
+NC_START const struct nc__counter *nc__hw_counter(const struct nc__machine *m)
 {
 	(void)m;
 	return &nc__counter_timebase;

@@ -25,7 +25,7 @@ static uint64_t rt_read_ordered(void *ctx)
 }
 
 /* The property is a big-endian 32- or 64-bit cell. */
-static int rt_stated(const struct nc__machine *m, struct nc_hz_source *out, int max)
+NC_START static int rt_stated(const struct nc__machine *m, struct nc_hz_source *out, int max)
 {
 	(void)m;
 	if (max < 1)
@@ -60,7 +60,7 @@ const struct nc__counter nc__counter_rdtime = {
 	.stated = rt_stated,
 };
 
-const struct nc__counter *nc__hw_counter(const struct nc__machine *m)
+NC_START const struct nc__counter *nc__hw_counter(const struct nc__machine *m)
 {
 	(void)m;
 	return &nc__counter_rdtime;

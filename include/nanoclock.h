@@ -235,7 +235,8 @@ struct nc_utc_status {
 				      NANOCLOCK_UTC_DRIFT_PPM) */
 	double tie_ns;             /* nanoclock's tie to CLOCK_REALTIME now (and a slew
 				      of the system clock the line may not follow yet,
-				      and time a tie not refreshed may have run) */
+				      a step of it followed since the figures, and time
+				      a tie not refreshed may have run) */
 	double half_width_ns;      /* the interval's half width now (-1: unknown):
 				      source_bound_ns + drift_ppm * age_s + tie_ns */
 	double fresh_s, horizon_s; /* synchronised while the figures are this young;

@@ -454,11 +454,15 @@ static void case_fake_status_overdue(const char *arg)
 		usleep(200000);
 		nc__utc_status(&s);
 		nc__unlock();
-		double allowed = s.source_bound_ns + s.tie_ns + s.drift_ppm * 1e-6 * (s.age_s * 1e9) + 3;
+		/* (+4: the line's rounding and the ceilings) */
+		double allowed = s.source_bound_ns + s.tie_ns + s.drift_ppm * 1e-6 * (s.age_s * 1e9) + 4;
 		fprintf(stderr, "case: round %d: %s, half width %.0f ns, allowed %.0f (bound %.0f, tie %.0f, "
 			"drift %.3g ppm, age %.3f s)\n", round, nc_utc_status_name(s.status), s.half_width_ns,
 			allowed, s.source_bound_ns, s.tie_ns, s.drift_ppm, s.age_s);
 		CHECK(s.status != NC_UTC_UNKNOWN && s.half_width_ns <= allowed);
+		/* and the epoch was refreshed: the tie is the bracket's and the
+		 * rate's over a period, not the 200 ms the lock was held */
+		CHECK(s.tie_ns < 1e6);
 	}
 }
 
@@ -483,6 +487,7 @@ static void case_fake_silent(const char *arg)
 	int64_t as_of = 0;
 	int seen[4] = {0, 0, 0, 0}, late_sync = 0;
 	for (;;) {
+		CHECK(real_ns() - t0 < 10000000000); /* unknown well within the 2 s horizon + fresh */
 		struct nc_utc u;
 		int64_t a = real_ns();
 		int st = nc_utc_now(&u);
@@ -506,8 +511,12 @@ static void case_fake_silent(const char *arg)
 		 * since) only grows; the tie's part a new tie measures afresh */
 		struct nc_utc_status s;
 		nc_get_utc_status(&s);
-		if (s.status == NC_UTC_UNKNOWN)
-			continue; /* the horizon passed between the read and the status: said next */
+		if (s.status == NC_UTC_UNKNOWN) {
+			/* the horizon passed between the read and the status: the
+			 * next read says so too */
+			CHECK(strstr(s.why, "horizon") && real_ns() - t0 > 1000000000);
+			continue;
+		}
 		double src = s.source_bound_ns + s.drift_ppm * s.age_s * 1e3;
 		if (real_ns() - t0 > 150000000) { /* replies already on their way, taken */
 			if (!as_of)
@@ -520,7 +529,6 @@ static void case_fake_silent(const char *arg)
 			CHECK(s.as_of_ns == as_of && src >= last_src && s.half_width_ns + 2 >= src);
 		}
 		last_src = src;
-		CHECK(real_ns() - t0 < 10000000000); /* unknown well within the 2 s horizon + fresh */
 		usleep(2000);
 	}
 	fprintf(stderr, "case: silent chronyd: %d synchronised, %d free-running reads, then unknown\n",
@@ -1635,6 +1643,14 @@ static void case_step(const char *arg)
 		fprintf(stderr, "case: %s, a set of %+.3f s followed: %s, +-%.3f ms (%s)\n", arg,
 			(double)steps[i] / 1e9, nc_utc_status_name(s.status), s.half_width_ns / 1e6,
 			s.why[0] ? s.why : "held UTC");
+		if (!vm && s.status != NC_UTC_UNKNOWN) {
+			/* the parts add up, the step followed among them (in the tie) */
+			double parts = s.source_bound_ns + s.tie_ns + s.drift_ppm * 1e-6 * (s.age_s * 1e9);
+			fprintf(stderr, "case: bound %.0f + tie %.0f + drift %.3g ppm over %.3f s = %.0f ns; "
+				"half width %.0f ns\n", s.source_bound_ns, s.tie_ns, s.drift_ppm, s.age_s,
+				parts, s.half_width_ns);
+			CHECK(s.half_width_ns <= parts + 4);
+		}
 	}
 }
 

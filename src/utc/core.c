@@ -466,7 +466,8 @@ void nc__utc_status(struct nc_utc_status *st)
 	/* A read under this lock cannot refresh an overdue epoch (the thread
 	 * that would waits for the lock): it holds the time and raises the
 	 * latest end by all the time since.  Refreshed here first, and what
-	 * is still raised is counted in the tie, so that the parts add up. */
+	 * is still raised is counted in the tie (as a followed step of the
+	 * system clock is, below), so that the parts add up. */
 	nc__timeline_refresh_if_due(&nc__wall_timeline);
 	struct nc_utc r;
 	double raised;
@@ -490,7 +491,8 @@ void nc__utc_status(struct nc_utc_status *st)
 		st->age_s = (double)(int64_t)(now - u.good.q_tick) * ti.ns_per_tick / 1e9;
 		st->source_bound_ns = u.good.bound_ns;
 		st->tie_ns = ti.err0_ns + ti.ns_per_tick * ti.ppm * 1e-6 * (double)(int64_t)(now - ti.tick) +
-			     (u.prev_slew_ns > u.good.slew_ns ? u.prev_slew_ns - u.good.slew_ns : 0) + raised;
+			     (u.prev_slew_ns > u.good.slew_ns ? u.prev_slew_ns - u.good.slew_ns : 0) +
+			     u.step_ns + raised;
 		st->drift_ppm = u.good.drift_ppm >= 0 ? u.good.drift_ppm : u.drift_default;
 	}
 	if (r.status != NC_UTC_SYNCHRONISED) {

@@ -720,16 +720,16 @@ static int bench_init(int runs, double idle_s)
 	 * guest: ext4, where the shared start's median was 0.122 ms against
 	 * 0.114 on /dev/shm, one run of 21 each) */
 	char dir[] = "/dev/shm/nanoclock-bench-XXXXXX", rec[64] = "";
-	int have_dir = mkdtemp(dir) != NULL;
-	if (!have_dir) {
-		memcpy(dir, "/tmp/nanoclock-bench-XXXXXX", sizeof("/tmp/nanoclock-bench-XXXXXX"));
-		have_dir = mkdtemp(dir) != NULL;
-	}
 	if (!c || !sh || !ms) {
 		free(c);
 		free(sh);
 		free(ms);
 		return 1;
+	}
+	int have_dir = mkdtemp(dir) != NULL;
+	if (!have_dir) {
+		memcpy(dir, "/tmp/nanoclock-bench-XXXXXX", sizeof("/tmp/nanoclock-bench-XXXXXX"));
+		have_dir = mkdtemp(dir) != NULL;
 	}
 	if (have_dir)
 		snprintf(rec, sizeof(rec), "%s/record", dir);

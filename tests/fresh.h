@@ -18,8 +18,9 @@
 /* fn(arg, out, size), in the child, fills out and returns how many of its
  * bytes to send (at most size; it may also _exit, sending nothing).  In
  * the parent out holds what came, the rest zeroed.  Returns the number of
- * bytes that came, *status (if given) the child's wait status; -1 if no
- * child could be made. */
+ * bytes that came, *status (if given) the child's wait status (-1 if it
+ * could not be reaped); -1 if no child could be made.  The child has 300 s
+ * (alarm) unless fn sets its own. */
 static inline ssize_t in_fresh_process(size_t (*fn)(void *arg, void *out, size_t size), void *arg,
 				       void *out, size_t size, int *status)
 {
@@ -27,6 +28,7 @@ static inline ssize_t in_fresh_process(size_t (*fn)(void *arg, void *out, size_t
 	if (pipe2(p, O_CLOEXEC) != 0)
 		return -1;
 	fflush(NULL); /* nothing buffered here is written twice */
+	memset(out, 0, size); /* the child's fn starts from zeros too */
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(p[0]);
@@ -35,6 +37,7 @@ static inline ssize_t in_fresh_process(size_t (*fn)(void *arg, void *out, size_t
 	}
 	if (pid == 0) {
 		close(p[0]);
+		alarm(300); /* never a parent waiting for ever (fn may set its own) */
 		size_t n = fn(arg, out, size), o = 0;
 		if (n > size)
 			n = size;
@@ -49,7 +52,6 @@ static inline ssize_t in_fresh_process(size_t (*fn)(void *arg, void *out, size_t
 		_exit(0);
 	}
 	close(p[1]);
-	memset(out, 0, size);
 	size_t got = 0;
 	while (got < size) {
 		ssize_t k = read(p[0], (char *)out + got, size - got);
@@ -61,10 +63,11 @@ static inline ssize_t in_fresh_process(size_t (*fn)(void *arg, void *out, size_t
 	}
 	close(p[0]);
 	int st = 0;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	pid_t w;
+	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
 		;
-	if (status)
-		*status = st;
+	if (status) /* -1: not reaped (no exit status of 0 claimed) */
+		*status = w == pid ? st : -1;
 	return (ssize_t)got;
 }
 

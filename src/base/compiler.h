@@ -35,7 +35,7 @@
  * compiler's own run-once code: a cold process's first call then touches a
  * few adjacent pages of code instead of pages spread over the library, each
  * first touch a page fault and TLB misses (scripts/ab-start, 31 pairs on an
- * AMD EPYC KVM guest: shared starts 0.123 -> 0.114 ms, faster in 28).
+ * AMD EPYC KVM guest: shared starts 0.1193 -> 0.1090 ms, faster in 24).
  * scripts/check-start-layout names what a start runs outside it. */
 #if defined(__ELF__)
 #define NC_START __attribute__((section(".text.startup")))

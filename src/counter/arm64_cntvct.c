@@ -22,19 +22,19 @@
 #define HWCAP2_ECV (1UL << 19)
 #endif
 
-static uint64_t vct_read(void *ctx)
+NC_START static uint64_t vct_read(void *ctx)
 {
 	(void)ctx;
 	return nc_impl_raw(NC_IMPL_KIND_CNTVCT);
 }
 
-static uint64_t vct_read_ordered(void *ctx)
+NC_START static uint64_t vct_read_ordered(void *ctx)
 {
 	(void)ctx;
 	return nc_impl_fenced(NC_IMPL_KIND_CNTVCT);
 }
 
-static uint64_t vctss_read_ordered(void *ctx)
+NC_START static uint64_t vctss_read_ordered(void *ctx)
 {
 	(void)ctx;
 	return nc_impl_fenced(NC_IMPL_KIND_CNTVCTSS);

@@ -11,13 +11,13 @@
 #include <stdio.h>
 #include <string.h>
 
-static uint64_t tb_read(void *ctx)
+NC_START static uint64_t tb_read(void *ctx)
 {
 	(void)ctx;
 	return nc_impl_raw(NC_IMPL_KIND_TIMEBASE);
 }
 
-static uint64_t tb_read_ordered(void *ctx)
+NC_START static uint64_t tb_read_ordered(void *ctx)
 {
 	(void)ctx;
 	return nc_impl_fenced(NC_IMPL_KIND_TIMEBASE);

@@ -12,13 +12,13 @@
 #if defined(__riscv) && __riscv_xlen == 64
 #include <stdio.h>
 
-static uint64_t rt_read(void *ctx)
+NC_START static uint64_t rt_read(void *ctx)
 {
 	(void)ctx;
 	return nc_impl_raw(NC_IMPL_KIND_RDTIME);
 }
 
-static uint64_t rt_read_ordered(void *ctx)
+NC_START static uint64_t rt_read_ordered(void *ctx)
 {
 	(void)ctx;
 	return nc_impl_fenced(NC_IMPL_KIND_RDTIME);

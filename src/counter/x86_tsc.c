@@ -17,12 +17,12 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 
-static uint64_t tsc_read(void *ctx)
+NC_START static uint64_t tsc_read(void *ctx)
 {
 	(void)ctx;
 	return nc_impl_raw(NC_IMPL_KIND_TSC);
 }
-static uint64_t tsc_read_ordered(void *ctx)
+NC_START static uint64_t tsc_read_ordered(void *ctx)
 {
 	(void)ctx;
 	return nc_impl_fenced(NC_IMPL_KIND_TSC);

@@ -78,7 +78,7 @@ void nc__counter_machine_facts(struct nc__machine_facts *f)
 
 NC_START int nc__counter_status(void) { return current.status; }
 
-void nc__counter_next(const char *why)
+NC_START void nc__counter_next(const char *why)
 {
 	nc__select_next(current.cands, current.ncand, why, &current.sel);
 	current.resolution = current.cands[current.sel.index].resolution_ticks;

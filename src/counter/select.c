@@ -464,6 +464,7 @@ void nc__select(const struct nc__machine *m, const struct nc__registered *reg,
 	set_selected(cands, best_or_fallback(cands, n), sel);
 }
 
+NC_START
 void nc__select_next(struct nc_candidate *cands, int n, const char *why, struct nc__selection *sel)
 {
 	cands[sel->index].status = NC_CAND_REJECTED;

@@ -416,14 +416,20 @@ struct agree {
 	uint64_t v[2][AGREE_TURNS];
 };
 
-static void agree_side(struct agree *g, int me)
+/* In a fresh process: started on the record at path, what it says of it */
+static void start_on_record(struct nc_shared_status *st)
 {
 	alarm(120);
 	set_goal();
 	setenv("NANOCLOCK_SHARED", path, 1);
 	nc_init();
+	nc_get_shared_status(st);
+}
+
+static void agree_side(struct agree *g, int me)
+{
 	struct nc_shared_status st;
-	nc_get_shared_status(&st);
+	start_on_record(&st);
 	g->adopted[me] = st.adopted;
 	snprintf(g->status[me], sizeof(g->status[me]), "%s", st.status);
 	snprintf(g->source[me], sizeof(g->source[me]), "%s", nc_ticks_per_second_source());
@@ -1468,12 +1474,8 @@ static size_t adopter_child(void *arg, void *out, size_t size)
 	(void)arg;
 	char *o = out;
 	size_t n = 0;
-	alarm(120);
-	set_goal();
-	setenv("NANOCLOCK_SHARED", path, 1);
-	nc_init();
 	struct nc_shared_status st;
-	nc_get_shared_status(&st);
+	start_on_record(&st);
 	static struct nc_info in;
 	nc_get_info(&in);
 	n += (size_t)snprintf(o + n, size - n, "adopted=%d counter=%s unstable=%d\n", st.adopted,

@@ -391,6 +391,7 @@ int nc_shared_publish(const char *path, int sync_verdict, double sync_max_shift_
 	}
 	why[0] = 0;
 	nc__enter();
+	nc__counter_complete(); /* the record's facts */
 	nc__lock();
 	int rc = nc__shared_write(path, sync_verdict, sync_max_shift_ns, sync_ncpus, why, whylen);
 	nc__unlock();

@@ -39,13 +39,20 @@ uint64_t nc_seconds_before_wrap(void)
 	return s;
 }
 
-/* The perf-page source, read at most once and never on the first call:
- * its system call runs outside the lock; like the other stated sources it
- * is a cross-check. */
+/* The stated sources the start left out: the machine's (its files, read
+ * once whoever asks first) and the perf page, read at most once and never
+ * on the first call.  System calls outside the lock; like every stated
+ * source they are cross-checks. */
 static void probe_deferred_sources(void) NC_EXCLUDES(nc__lib_lock)
 {
 	static int probed NC_GUARDED_BY(nc__lib_lock);
+	nc__counter_complete(); /* the kernel's files and the rest of CPUID */
 	nc__lock();
+	/* the stated rates the start did not read, cross-checked now */
+	struct nc_hz_source late[NC_MAX_HZ_SOURCES];
+	int n = nc__rate_is_exact() ? 0 : nc__counter_stated_late(late, NC_MAX_HZ_SOURCES);
+	for (int i = 0; i < n; i++)
+		nc__rate_add_source(&late[i]);
 	int want = !probed && !nc__rate_is_exact() &&
 		   nc__hw_counter(nc__counter_machine()) == nc__counter() && !nc__rate_sources_full();
 	probed = 1;

@@ -6,7 +6,8 @@
  * whether anyone waits or not, one more first call in a cold process.  Phases:
  *
  *   1. read_configuration  freeze the registrations, read the environment once
- *   2. choose_counter      machine facts (CPUID once, /proc, /sys), selection
+ *   2. choose_counter      machine facts (CPUID's TSC leaves; /proc, /sys and
+ *                          the rest of CPUID after the start), selection
  *   3. calibrate_counter   adaptive calibration against CLOCK_MONOTONIC_RAW:
  *                          stops at the target uncertainty (1 ppm) or its cap;
  *                          a counter that fails it gives way to the next best
@@ -208,10 +209,13 @@ NC_START static void do_init(void) NC_EXCLUDES(nc__lib_lock)
 	char prefer[16];
 	const struct nc__machine_facts *facts = nc__shared_look(&init.cfg, prefer);
 	int64_t t_look = nc__mono_raw_ns();
+	/* the kernel's files at the start only for a calibration to a target
+	 * (its record is written at the start): otherwise when first asked */
+	int full = init.cfg.calib_set;
 	if (facts)
 		nc__counter_machine_from(facts);
 	else
-		nc__counter_machine_read();
+		nc__counter_machine_read(full);
 	int64_t t_mach = nc__mono_raw_ns();
 	nc__counter_choose(&reg, init.cfg.counter, init.cfg.counter_why, prefer[0] ? prefer : NULL);
 	set_status(nc__counter_status()); /* the forced counter comes first */
@@ -223,7 +227,7 @@ NC_START static void do_init(void) NC_EXCLUDES(nc__lib_lock)
 	if (facts && !shared) {
 		/* a refused record's facts are not this process's: read the
 		 * machine and choose again, as without a record */
-		nc__counter_machine_read();
+		nc__counter_machine_read(full);
 		nc__counter_choose(&reg, init.cfg.counter, init.cfg.counter_why, NULL);
 	}
 	int exact = shared ? 0 : calibrate_counter(&cal);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The machine's facts as the library reads them.  RDTSCP is used for the
+/* The machine's facts as the library reads them: the start only what
+ * choosing the counter needs, the rest at the first report.  RDTSCP is used for the
  * end of a measurement only where the kernel's flags list it as well as
  * CPUID: under valgrind on a CPU without RDTSCP, valgrind's CPUID claimed
  * it and every nc_ticks_end died of SIGILL (CI on a bhyve guest). */
@@ -45,12 +46,27 @@ static const char *cpuinfo_without_rdtscp(void)
 }
 
 struct seen {
-	uint64_t kind;
-	int tsc, cpuid_rdtscp, cpuinfo_rdtscp, ordered;
+	uint64_t kind, kind_after; /* after nc_init; after nc_get_info */
+	int tsc, cpuid_rdtscp, cpuinfo_rdtscp, ordered, ordered_after;
+	int read_at_start, read_after; /* the machine's kernel_read */
+	char unreadable_at_start[48];
+	int sources_at_start, sources_after; /* nc_info's stated rates */
+	char cpuinfo_source[160];            /* cpuinfo-mhz's reason, after */
 };
 
+static int hz_sources(void)
+{
+	struct nc_info o;
+	nc__lock();
+	memset(&o, 0, sizeof(o));
+	nc__rate_info(&o);
+	nc__unlock();
+	return o.n_hz_sources;
+}
+
 /* in a child that forks before this process ever calls the library (a
- * fresh start): what the library settles on */
+ * fresh start): what the library settles on at the start, and after the
+ * first call that reports */
 static struct seen in_child(const char *cpuinfo)
 {
 	int pfd[2];
@@ -58,10 +74,13 @@ static struct seen in_child(const char *cpuinfo)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
+		alarm(60);
 		if (cpuinfo)
 			nc__cpuinfo_path = cpuinfo;
-		/* the machine's facts read here, not taken from a shared record */
+		/* the machine's facts read here, not taken from a shared record;
+		 * no calibration target: the start reads only what it needs */
 		setenv("NANOCLOCK_SHARED", "off", 1);
+		unsetenv("NANOCLOCK_CALIB_PPM");
 		nc_init();
 		struct seen s;
 		memset(&s, 0, sizeof(s));
@@ -70,8 +89,30 @@ static struct seen in_child(const char *cpuinfo)
 		s.kind = nc__counter_kind();
 		s.tsc = strcmp(nc_counter_name(), "tsc") == 0;
 		const struct nc__machine *m = nc__counter_machine();
+		nc__lock();
+		s.read_at_start = m->kernel_read;
+		snprintf(s.unreadable_at_start, sizeof(s.unreadable_at_start), "%s", m->unreadable);
+		nc__unlock();
+		s.sources_at_start = hz_sources();
+		struct nc_info *o = calloc(1, sizeof(*o));
+		if (!o)
+			_exit(3);
+		nc_get_info(o);
+		for (int i = 0; i < o->n_hz_sources; i++)
+			if (strcmp(o->hz_sources[i].name, "cpuinfo-mhz") == 0)
+				snprintf(s.cpuinfo_source, sizeof(s.cpuinfo_source), "%s",
+					 o->hz_sources[i].reason);
+		free(o);
+		t = nc_ticks_begin();
+		e = nc_ticks_end();
+		s.ordered_after = e >= t;
+		s.kind_after = nc__counter_kind();
+		nc__lock();
+		s.read_after = m->kernel_read;
 		s.cpuid_rdtscp = m->cpuid->rdtscp;
 		s.cpuinfo_rdtscp = m->cpuinfo_rdtscp;
+		nc__unlock();
+		s.sources_after = hz_sources();
 		(void)!write(pfd[1], &s, sizeof(s));
 		_exit(0);
 	}
@@ -94,20 +135,55 @@ static void test_rdtscp_needs_the_kernels_word(void **state)
 	if (!real.tsc)
 		SKIP("machine", "the TSC is not the counter here");
 	assert_true(real.ordered);
+	assert_true(real.ordered_after);
+	/* before the kernel's flags are read: never RDTSCP */
+	assert_int_equal(real.kind, NC_IMPL_KIND_TSC);
 	if (!real.cpuid_rdtscp || real.cpuinfo_rdtscp != 1) {
 		/* one of them says no (valgrind on a CPU without it): never used */
-		assert_int_equal(real.kind, NC_IMPL_KIND_TSC);
+		assert_int_equal(real.kind_after, NC_IMPL_KIND_TSC);
 		printf("  rdtscp: CPUID %d, kernel %d: lfence;rdtsc;lfence ends\n",
 		       real.cpuid_rdtscp, real.cpuinfo_rdtscp);
 		return;
 	}
-	assert_int_equal(real.kind, NC_IMPL_KIND_TSCP);
+	assert_int_equal(real.kind_after, NC_IMPL_KIND_TSCP);
 	const char *p = cpuinfo_without_rdtscp();
 	struct seen without = in_child(p);
 	unlink(p);
 	assert_int_equal(without.cpuinfo_rdtscp, 0);
-	assert_true(without.ordered);
+	assert_true(without.ordered_after);
 	assert_int_equal(without.kind, NC_IMPL_KIND_TSC);
+	assert_int_equal(without.kind_after, NC_IMPL_KIND_TSC);
+#else
+	SKIP("machine", "not an x86 machine: no TSC");
+#endif
+}
+
+/* The start reads none of the kernel's files (on an invariant TSC, the
+ * TSC policy needs only CPUID): a cpuinfo path that does not exist leaves
+ * no trace at the start; the first report reads the files, says what was
+ * unreadable, and cross-checks the stated rates it found against the
+ * measurement then. */
+static void test_start_reads_no_kernel_file(void **state)
+{
+	(void)state;
+#if defined(__x86_64__) || defined(__i386__)
+	struct seen real = in_child(NULL);
+	if (!real.tsc)
+		SKIP("machine", "the TSC is not the counter here");
+	assert_int_equal(real.read_at_start, 0);
+	assert_int_equal(real.sources_at_start, 0);
+	assert_int_equal(real.read_after, 1);
+	/* the four the TSC states (CPUID 15h, 40000010h, cpu MHz, sysfs),
+	 * each with a verdict, and the perf page */
+	assert_true(real.sources_after >= 4);
+	assert_true(real.cpuinfo_source[0]);
+	printf("  cpuinfo-mhz after the start: %s\n", real.cpuinfo_source);
+	struct seen none = in_child("/nonexistent/cpuinfo");
+	assert_int_equal(none.read_at_start, 0);
+	assert_string_equal(none.unreadable_at_start, "");
+	assert_int_equal(none.read_after, 1);
+	assert_int_equal(none.cpuinfo_rdtscp, -1);
+	assert_string_equal(none.cpuinfo_source, "no \"cpu MHz\" in /proc/cpuinfo");
 #else
 	SKIP("machine", "not an x86 machine: no TSC");
 #endif
@@ -133,7 +209,7 @@ static void test_cpuinfo_first_block(void **state)
 	struct nc__machine m;
 	nc__cpuinfo_path = path;
 	nc__lock(); /* the machine read's buffer is the initialisation's */
-	nc__machine_read(&m);
+	nc__machine_read(&m, 1);
 	nc__unlock();
 	nc__cpuinfo_path = "/proc/cpuinfo";
 	unlink(path);
@@ -159,7 +235,7 @@ static void test_cpuinfo_first_block(void **state)
 		fclose(o2);
 		nc__cpuinfo_path = p2;
 		nc__lock();
-		nc__machine_read(&m);
+		nc__machine_read(&m, 1);
 		nc__unlock();
 		nc__cpuinfo_path = "/proc/cpuinfo";
 		unlink(p2);
@@ -204,7 +280,7 @@ static void test_cpuinfo_stops_at_wanted_lines(void **state)
 	 * open for writing): SIGALRM ends the test instead */
 	alarm(10);
 	nc__lock();
-	nc__machine_read(&m);
+	nc__machine_read(&m, 1);
 	nc__unlock();
 	alarm(0);
 	nc__cpuinfo_path = "/proc/cpuinfo";
@@ -228,6 +304,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rdtscp_needs_the_kernels_word),
+		cmocka_unit_test(test_start_reads_no_kernel_file),
 		cmocka_unit_test(test_cpuinfo_first_block),
 		cmocka_unit_test(test_cpuinfo_stops_at_wanted_lines),
 	};

@@ -1567,6 +1567,80 @@ static void test_info_unbounded_shift(void **state)
 	fresh();
 }
 
+/* A process with no calibration target (the default: a quick first
+ * statement that the refreshes refine) writes its record once a refresh
+ * meets the goal, at its next call that is not a read.  Its start read
+ * none of the kernel's files, so that write reads them first: the record
+ * carries the facts whole, as a process that read the machine itself
+ * has them, and names the CPU (the first such write named none). */
+static size_t early_writer_child(void *arg, void *out, size_t size)
+{
+	(void)arg;
+	alarm(150);
+	unsetenv("NANOCLOCK_CALIB_PPM");
+	unsetenv("NANOCLOCK_CALIB_MAX_MS");
+	setenv("NANOCLOCK_SHARED", path, 1);
+	nc_init();
+	struct nc_shared_status st;
+	/* +-1 ppm took ~0.1 s of refreshes natively; valgrind's wide
+	 * brackets take longer */
+	int64_t end = raw_ns() + 120 * (int64_t)1000000000;
+	do {
+		for (int i = 0; i < 1000; i++)
+			(void)nc_now_ns();
+		usleep(2000);
+		nc_get_shared_status(&st); /* not a read: the write, once due */
+	} while (!st.published && raw_ns() < end);
+	return (size_t)snprintf(out, size, "%d %s: %s", st.published, nc_ticks_per_second_source(),
+				st.status) + 1;
+}
+
+static size_t own_facts_child(void *arg, void *out, size_t size)
+{
+	(void)arg;
+	setenv("NANOCLOCK_SHARED", "off", 1);
+	static struct nc_info in;
+	nc_get_info(&in);
+	assert_true(size >= sizeof(in.kernel));
+	memcpy(out, &in.kernel, sizeof(in.kernel));
+	return sizeof(in.kernel);
+}
+
+static void test_early_writer_records_whole_facts(void **state)
+{
+	(void)state;
+	if (!hw_counter())
+		SKIP("machine", "no hardware counter with a measured rate: a record has nothing to share");
+	fresh();
+	static char got[1024];
+	int wst = 0;
+	assert_true(in_fresh_process(early_writer_child, NULL, got, sizeof(got) - 1, &wst) > 0);
+	print_message("  %s\n", got);
+	assert_true(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+	if (!strncmp(got, "0 exact", 7))
+		SKIP("machine", "the writer fell back to an OS clock (a busy or emulated machine)");
+	assert_int_equal(atoi(got), 1);
+	struct nc__shared_rec r;
+	read_rec(&r);
+	static struct nc_kernel_view own;
+	assert_int_equal(in_fresh_process(own_facts_child, NULL, &own, sizeof(own), &wst),
+			 (ssize_t)sizeof(own));
+	const struct nc_kernel_view *kv = &r.facts.m.kv;
+	assert_int_equal(r.facts.m.kernel_read, 1);
+	assert_string_equal(kv->available_clocksources, own.available_clocksources);
+	assert_string_equal(kv->cpuinfo_tsc_flags, own.cpuinfo_tsc_flags);
+	assert_string_equal(kv->tsc_unstable_why, own.tsc_unstable_why);
+	assert_string_equal(kv->hypervisor, own.hypervisor);
+	assert_int_equal(kv->tsc_unstable, own.tsc_unstable);
+	assert_int_equal(kv->cpuid_rdtscp, own.cpuid_rdtscp);
+	assert_int_equal(kv->cpuid_invariant_tsc, own.cpuid_invariant_tsc);
+	assert_true(r.cpu[0]);
+	print_message("  the record names the CPU \"%s\"\n", r.cpu);
+	if (r.facts.cpuid.valid)
+		assert_int_equal(r.facts.cpuid.full, 1);
+	fresh();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1586,6 +1660,7 @@ int main(void)
 		cmocka_unit_test(test_full_disk),
 		cmocka_unit_test(test_info_unbounded_shift),
 		cmocka_unit_test(test_distrusted_tsc_adopted),
+		cmocka_unit_test(test_early_writer_records_whole_facts),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -24,22 +24,31 @@
 
 /* ---- cpuid.c: x86 CPUID, read once (zeros elsewhere) ---- */
 struct nc__cpuid {
-	int valid, tsc, rdtscp, invariant, hypervisor;
-	uint32_t max_leaf, max_hv_leaf;
+	int valid, tsc, invariant, hypervisor; /* the start's part (leaves 1, 80000007h) */
+	int full;                              /* 1 once the rest below was read too */
+	int rdtscp;
+	uint32_t max_leaf, max_ext, max_hv_leaf;
 	char hv_sig[13];
 	uint32_t leaf15[3];  /* EAX (denominator), EBX (numerator), ECX (crystal Hz) */
 	uint32_t hv_tsc_khz; /* leaf 40000010h EAX, 0 if absent */
 	char vendor[13];     /* leaf 0: "GenuineIntel", "AuthenticAMD", ... */
 	uint32_t signature;  /* leaf 1 EAX: family, model, stepping */
 };
-/* read at the first call (nc__lib_lock held: the machine's reading), the
- * record read-only afterwards */
+/* the start's part, read at the first call (nc__lib_lock held: the
+ * machine's reading); nc__cpuid_full adds the rest when first asked (the
+ * same record, completed in place) */
 NC_HIDDEN const struct nc__cpuid *nc__cpuid(void) NC_REQUIRES(nc__lib_lock);
+NC_HIDDEN const struct nc__cpuid *nc__cpuid_full(void) NC_REQUIRES(nc__lib_lock);
 
-/* ---- machine.c: what the machine and the OS tell (read once at init) ---- */
+/* ---- machine.c: what the machine and the OS tell ---- */
 struct nc__machine {
 	struct nc_kernel_view kv;     /* reported as is by nanoclock info */
 	const struct nc__cpuid *cpuid;
+	/* 1 once the kernel's files and the rest of CPUID were read (at most
+	 * once, under nc__lib_lock: nc__machine_complete); until then the
+	 * fields below and kv's say unknown: the start reads only CPUID's
+	 * start part and PR_GET_TSC */
+	int kernel_read;
 	double cpuinfo_mhz;           /* /proc/cpuinfo "cpu MHz" of the first CPU, 0 if none */
 	int tsc_known_freq;           /* the kernel took the TSC rate from hardware/hypervisor */
 	int cpuinfo_rdtscp;           /* the kernel's flags list rdtscp: 1, 0, -1 if unread */
@@ -49,7 +58,24 @@ struct nc__machine {
 	long long sysfs_tsc_khz;
 	char unreadable[48];          /* "/proc and /sys not readable", ... ("" if both were) */
 };
-NC_HIDDEN void nc__machine_read(struct nc__machine *m) NC_REQUIRES(nc__lib_lock); /* its buffer's */
+/* What the kernel's files say, read without the library's lock (no
+ * shared state: the caller's buffer and struct) and applied under it. */
+struct nc__machine_files {
+	int sys_ok, proc_ok, have_cmd, cmd_tsc_unstable;
+	char available_clocksources[160];
+	char flags[128];
+	double cpuinfo_mhz;
+	int tsc_known_freq, cpuinfo_rdtscp;
+	long long sysfs_tsc_khz;
+};
+/* the start's reading; full: the kernel's files too (its buffer is the
+ * initialisation's) */
+NC_HIDDEN void nc__machine_read(struct nc__machine *m, int full) NC_REQUIRES(nc__lib_lock);
+/* buf: scratch for /proc/cpuinfo's first block (8 KB holds it) */
+NC_HIDDEN void nc__machine_files_read(struct nc__machine_files *f, char *buf, size_t len);
+/* the rest of CPUID and the files into m, once (a no-op when kernel_read) */
+NC_HIDDEN void nc__machine_complete(struct nc__machine *m, const struct nc__machine_files *f)
+	NC_REQUIRES(nc__lib_lock);
 /* the kernel's current clocksource, read now ("" if unreadable) */
 NC_HIDDEN void nc__machine_clocksource(char *buf, size_t len);
 /* ... the part that belongs to the process, not the boot (PR_GET_TSC) */
@@ -200,7 +226,17 @@ NC_HIDDEN void nc__select_next(struct nc_candidate *cands, int n, const char *wh
  * without it (acquire loads), and the counter read. ---- */
 /* Initialisation: the machine facts (first), then the choice (env_counter: the
  * NANOCLOCK_COUNTER value, env_why: why it was refused, or ""). */
-NC_HIDDEN void nc__counter_machine_read(void) NC_REQUIRES(nc__lib_lock);
+NC_HIDDEN void nc__counter_machine_read(int full) NC_REQUIRES(nc__lib_lock);
+/* The rest of the machine's facts (machine.c), once, after the start: the
+ * files read outside the lock, applied under it; the policy line, the
+ * candidate's reason and the ordered end's instruction follow.  From any
+ * call that is not a read (a few hundred us, once). */
+NC_HIDDEN void nc__counter_complete(void) NC_EXCLUDES(nc__lib_lock);
+/* The machine's stated rates for the counter in use, once, if the start
+ * did not have them (the facts were not read yet): for the rate's
+ * cross-checks.  0 otherwise. */
+NC_HIDDEN int nc__counter_stated_late(struct nc_hz_source *out, int max)
+	NC_REQUIRES(nc__lib_lock);
 /* ... or the boot's facts from a shared record (with the process's own
  * part read again), and the facts in use for one. */
 NC_HIDDEN void nc__counter_machine_from(const struct nc__machine_facts *f)
@@ -223,8 +259,8 @@ NC_HIDDEN const struct nc__counter *nc__counter(void);
 NC_HIDDEN uint64_t nc__counter_kind(void);   /* NC_IMPL_KIND_* of the counter in use */
 NC_HIDDEN int nc__counter_inline(void) NC_REQUIRES(nc__lib_lock); /* the fast path may read it inline */
 NC_HIDDEN uint64_t nc__counter_resolution(void) NC_REQUIRES(nc__lib_lock);
-/* The machine's facts: written by the initialisation only, read-only
- * after it (nc_sync_check reads them without the lock). */
+/* The machine's facts: written by the initialisation, completed once
+ * after it (nc__counter_complete); read under the lock. */
 NC_HIDDEN const struct nc__machine *nc__counter_machine(void);
 /* The counter in use, ordered (out of line). */
 NC_HIDDEN uint64_t nc__counter_read(void);

@@ -24,6 +24,7 @@ static struct {
 	int inline_ok;
 	uint64_t resolution;          /* ticks */
 	char policy[384];
+	int stated_late;              /* the machine's stated rates: 1 owed, 2 handed over */
 } current NC_GUARDED_BY(nc__lib_lock);
 
 NC_START
@@ -54,7 +55,7 @@ NC_START int nc__counter_stated(struct nc_hz_source *out, int max)
 	return c && c->stated ? c->stated(&current.m, out, max) : 0;
 }
 
-NC_START void nc__counter_machine_read(void) { nc__machine_read(&current.m); }
+NC_START void nc__counter_machine_read(int full) { nc__machine_read(&current.m, full); }
 
 /* the record's CPUID, when its facts are used (nc__lib_lock, as current) */
 static struct nc__cpuid facts_cpuid NC_GUARDED_BY(nc__lib_lock);
@@ -98,32 +99,89 @@ __attribute__((format(printf, 3, 4))) static void append(char *buf, size_t size,
 	va_end(ap);
 }
 
-NC_START void nc__counter_settle(double rate_hz)
+/* What the kernel's facts add to the policy line and the choice's reason
+ * (once they are read). */
+static void kernel_notes(void) NC_REQUIRES(nc__lib_lock)
 {
 	const struct nc_candidate *c = &current.cands[current.sel.index];
-	uint64_t kind = current.ctr->kind;
-	/* RDTSCP only where the kernel lists it too: an emulator's CPUID
-	 * (valgrind's) can claim it on a CPU without it, and it then faults */
-	if (kind == NC_IMPL_KIND_TSC && current.m.cpuid->rdtscp && current.m.cpuinfo_rdtscp != 0)
-		kind = NC_IMPL_KIND_TSCP;
-	__atomic_store_n(&current.kind, kind, __ATOMIC_RELEASE);
-	current.inline_ok = nc_impl_hw(kind);
-	if (current.sel.ext)
-		nc__ext_set_hz(current.sel.ext, rate_hz);
-	int forced = current.sel.forced[0] && strcmp(current.sel.forced, c->name) == 0;
-	nc__fmt(current.policy, sizeof(current.policy), "%s selected: %s", c->name,
-		 forced ? "forced" : "lowest resolution+cost+penalty among usable candidates");
 	if (current.m.unreadable[0])
 		append(current.policy, sizeof(current.policy),
 		       "; %s: the kernel's view is unknown and the rates it states are absent, so the "
 		       "rate is %s",
 		       current.m.unreadable, current.ctr->fixed_hz > 0 ? "exact (an OS clock)" : "measured");
-	if (strcmp(c->name, "tsc") == 0 && current.m.kv.tsc_unstable == 1)
+	if (strcmp(c->name, "tsc") == 0 && current.m.kv.tsc_unstable == 1) {
 		append(current.policy, sizeof(current.policy),
 		       "; the kernel distrusts the TSC (%s) but its rate is invariant and "
 		       "nanoclock's own checks pass (monotonic, advancing, consistent calibration); "
 		       "cross-CPU agreement is not checked at init",
 		       current.m.kv.tsc_unstable_why);
+		append(current.cands[current.sel.index].reason,
+		       sizeof(current.cands[current.sel.index].reason),
+		       "; kernel distrusts it, our checks pass");
+	}
+}
+
+/* RDTSCP only where the kernel lists it too: an emulator's CPUID
+ * (valgrind's) can claim it on a CPU without it, and it then faults.  So
+ * nc_ticks_end ends with LFENCE;RDTSC;LFENCE until the kernel's flags are
+ * read, RDTSCP;LFENCE after where both say yes: either is ordered. */
+static uint64_t read_kind(void) NC_REQUIRES(nc__lib_lock)
+{
+	uint64_t kind = current.ctr->kind;
+	if (kind == NC_IMPL_KIND_TSC && current.m.kernel_read && current.m.cpuid->rdtscp &&
+	    current.m.cpuinfo_rdtscp != 0)
+		kind = NC_IMPL_KIND_TSCP;
+	return kind;
+}
+
+NC_START void nc__counter_settle(double rate_hz)
+{
+	const struct nc_candidate *c = &current.cands[current.sel.index];
+	__atomic_store_n(&current.kind, read_kind(), __ATOMIC_RELEASE);
+	current.inline_ok = nc_impl_hw(current.ctr->kind);
+	if (current.sel.ext)
+		nc__ext_set_hz(current.sel.ext, rate_hz);
+	int forced = current.sel.forced[0] && strcmp(current.sel.forced, c->name) == 0;
+	nc__fmt(current.policy, sizeof(current.policy), "%s selected: %s", c->name,
+		 forced ? "forced" : "lowest resolution+cost+penalty among usable candidates");
+	if (current.m.kernel_read)
+		kernel_notes();
+	else if (current.ctr->stated && current.ctr->fixed_hz <= 0)
+		current.stated_late = 1;
+}
+
+void nc__counter_complete(void)
+{
+	nc__lock();
+	int done = current.m.kernel_read;
+	nc__unlock();
+	if (done)
+		return;
+	/* the files outside the lock (readers that find an epoch due are not
+	 * held by them); two threads here both read, the first applies */
+	struct nc__machine_files f;
+	char buf[8192];
+	nc__machine_files_read(&f, buf, sizeof(buf));
+	nc__lock();
+	if (!current.m.kernel_read) {
+		nc__machine_complete(&current.m, &f);
+		kernel_notes();
+		/* the counter in use may have fallen back since: only the TSC's
+		 * own kind changes, with release as at the start */
+		if (__atomic_load_n(&current.kind, __ATOMIC_RELAXED) == NC_IMPL_KIND_TSC &&
+		    current.ctr->kind == NC_IMPL_KIND_TSC)
+			__atomic_store_n(&current.kind, read_kind(), __ATOMIC_RELEASE);
+	}
+	nc__unlock();
+}
+
+int nc__counter_stated_late(struct nc_hz_source *out, int max)
+{
+	const struct nc__counter *c = current.sel.use;
+	if (current.stated_late != 1 || !current.m.kernel_read || nc__counter() != c || !c->stated)
+		return 0;
+	current.stated_late = 2;
+	return c->stated(&current.m, out, max);
 }
 
 /* Unchecked by design, these two: every read asks them, from any context
@@ -137,7 +195,8 @@ NC_START
 uint64_t nc__counter_kind(void) NC_NO_TSA { return __atomic_load_n(&current.kind, __ATOMIC_ACQUIRE); }
 NC_START int nc__counter_inline(void) { return current.inline_ok; }
 NC_START uint64_t nc__counter_resolution(void) { return current.resolution; }
-/* Unchecked by design: write-once facts (counter.h). */
+/* Unchecked by design: its callers hold the lock, or read what the start
+ * wrote (the part nc__counter_complete leaves alone). */
 NC_START const struct nc__machine *nc__counter_machine(void) NC_NO_TSA { return &current.m; }
 const char *nc__counter_policy(void) { return current.policy; }
 

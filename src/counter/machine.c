@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* What the machine and the kernel tell about the clocks, read once at
- * initialisation, for the report and for the counters' own rules.  Files
+/* What the machine and the kernel tell about the clocks, for the report
+ * and for the counters' own rules: the start reads only what choosing the
+ * counter needs (nc__machine_read), the rest once, when first asked.  Files
  * come from /sys and /proc (nothing is required: in a container without
  * them every field says "unknown", the stated rates they carry are absent,
  * the rate is measured, and the policy line says so), CPU facts from
@@ -42,7 +43,7 @@ static ssize_t read_text(const char *path, char *buf, size_t len)
 }
 
 /* The first line of a small file, trailing blanks cut. */
-NC_START static int read_line(const char *path, char *buf, size_t len)
+static int read_line(const char *path, char *buf, size_t len)
 {
 	if (read_text(path, buf, len) < 0)
 		return -1;
@@ -85,7 +86,7 @@ static double parse_decimal(const char *p)
 	return digits && *p == 0 ? (double)mant / scale : 0;
 }
 
-NC_START static int has_word(const char *list, const char *w)
+static int has_word(const char *list, const char *w)
 {
 	size_t n = strlen(w);
 	for (const char *p = list; (p = strstr(p, w)) != NULL; p += n) {
@@ -102,11 +103,13 @@ NC_START static int has_word(const char *list, const char *w)
  * cross-checked like the others).  Only the first block is read. */
 const char *nc__cpuinfo_path = "/proc/cpuinfo";
 
-/* owned by the initialisation, under the library lock */
+/* The start's buffer when the files are read during it (nc__machine_read
+ * with full, under nc__lib_lock): kept off the stack of a first call. */
 NC_COLD static char cpuinfo_text[16384] NC_GUARDED_BY(nc__lib_lock);
+NC_COLD static struct nc__machine_files start_files NC_GUARDED_BY(nc__lib_lock);
 
 /* The whole line that starts with key, read so far? */
-NC_START static int have_line(const char *text, const char *key)
+static int have_line(const char *text, const char *key)
 {
 	size_t k = strlen(key);
 	for (const char *p = text; (p = strstr(p, key)) != NULL; p += k)
@@ -115,9 +118,8 @@ NC_START static int have_line(const char *text, const char *key)
 	return 0;
 }
 
-static int read_cpuinfo(struct nc__machine *m) NC_REQUIRES(nc__lib_lock)
+static int read_cpuinfo(struct nc__machine_files *f, char *text, size_t size)
 {
-	struct nc_kernel_view *kv = &m->kv;
 	/* Only the first CPU's block (~1.3 KB), and of it only up to the lines
 	 * wanted ("cpu MHz" and "flags" on x86), or to the first blank line.
 	 * The kernel formats a CPU's block when a read reaches it (~12 us each
@@ -125,29 +127,27 @@ static int read_cpuinfo(struct nc__machine *m) NC_REQUIRES(nc__lib_lock)
 	 * into the next: so 1 KB first, then 128 bytes at a time, which stop
 	 * inside the first block (a 2-CPU guest: 72/51/72/68 us for the whole
 	 * block against 51/52/59/45 for its lines, cold processes). */
-	cpuinfo_text[0] = 0;
+	text[0] = 0;
 	int fd = open(nc__cpuinfo_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	size_t n = 0;
-	while (n + 1 < sizeof(cpuinfo_text)) {
-		size_t want = sizeof(cpuinfo_text) - 1 - n, chunk = n < 1024 ? 1024 - n : 128;
-		ssize_t r = read(fd, cpuinfo_text + n, want < chunk ? want : chunk);
+	while (n + 1 < size) {
+		size_t want = size - 1 - n, chunk = n < 1024 ? 1024 - n : 128;
+		ssize_t r = read(fd, text + n, want < chunk ? want : chunk);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
 			break;
 		n += (size_t)r;
-		cpuinfo_text[n] = 0;
-		if (strstr(cpuinfo_text, "\n\n") ||
-		    (have_line(cpuinfo_text, "cpu MHz") && have_line(cpuinfo_text, "flags")))
+		text[n] = 0;
+		if (strstr(text, "\n\n") || (have_line(text, "cpu MHz") && have_line(text, "flags")))
 			break;
 	}
 	close(fd);
-	cpuinfo_text[n] = 0;
+	text[n] = 0;
 	int have_flags = 0, have_mhz = 0;
-	for (char *line = cpuinfo_text, *next; line && *line && !(have_flags && have_mhz);
-	     line = next) {
+	for (char *line = text, *next; line && *line && !(have_flags && have_mhz); line = next) {
 		next = strchr(line, '\n');
 		if (!next)
 			break; /* cut short by the buffer: not a whole line */
@@ -159,7 +159,7 @@ static int read_cpuinfo(struct nc__machine *m) NC_REQUIRES(nc__lib_lock)
 			have_mhz = 1;
 			double v = parse_decimal(p + 1);
 			if (v > 0 && v < 1e6)
-				m->cpuinfo_mhz = v;
+				f->cpuinfo_mhz = v;
 		} else if (!have_flags && strncmp(line, "flags", 5) == 0) {
 			have_flags = 1;
 			static const char *const want[] = {"constant_tsc", "nonstop_tsc",
@@ -167,13 +167,12 @@ static int read_cpuinfo(struct nc__machine *m) NC_REQUIRES(nc__lib_lock)
 							   "tsc_adjust", "rdtscp"};
 			for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 				if (has_word(p + 1, want[i])) {
-					size_t l = strlen(kv->cpuinfo_tsc_flags);
-					nc__fmt(kv->cpuinfo_tsc_flags + l,
-						 sizeof(kv->cpuinfo_tsc_flags) - l, "%s%s",
+					size_t l = strlen(f->flags);
+					nc__fmt(f->flags + l, sizeof(f->flags) - l, "%s%s",
 						 l ? " " : "", want[i]);
 				}
-			m->tsc_known_freq = has_word(p + 1, "tsc_known_freq");
-			m->cpuinfo_rdtscp = has_word(p + 1, "rdtscp");
+			f->tsc_known_freq = has_word(p + 1, "tsc_known_freq");
+			f->cpuinfo_rdtscp = has_word(p + 1, "rdtscp");
 		} else if (strncmp(line, "processor", 9) == 0 && (have_flags || have_mhz)) {
 			break; /* the second CPU's block */
 		}
@@ -185,16 +184,14 @@ static int read_cpuinfo(struct nc__machine *m) NC_REQUIRES(nc__lib_lock)
 
 /* The kernel's own opinion of the TSC: reported, never obeyed (see the
  * TSC policy in counters/x86_tsc.c). */
-NC_START static void tsc_distrust(struct nc_kernel_view *kv)
+static void tsc_distrust(struct nc_kernel_view *kv, const struct nc__machine_files *f)
 {
 	kv->tsc_unstable = -1;
 	if (kv->cpuid_tsc != 1)
 		return;
 	/* read even where the tsc clocksource is listed: kernels before the
 	 * tsc-early rework (~4.19) register it with tsc=unstable too */
-	char cmd[2048];
-	int have_cmd = read_line("/proc/cmdline", cmd, sizeof(cmd)) == 0;
-	if (has_word(cmd, "tsc=unstable")) {
+	if (f->cmd_tsc_unstable) {
 		kv->tsc_unstable = 1;
 		nc__fmt(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),
 			 "boot parameter tsc=unstable");
@@ -206,46 +203,85 @@ NC_START static void tsc_distrust(struct nc_kernel_view *kv)
 		kv->tsc_unstable = 0;
 		nc__fmt(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),
 			 "tsc is a registered clocksource");
-	} else if (!have_cmd) {
+	} else if (!f->have_cmd) {
 		nc__fmt(kv->tsc_unstable_why, sizeof(kv->tsc_unstable_why),
 			 "/proc/cmdline and the clocksource list are not readable");
 	}
 }
 
-NC_START void nc__machine_read(struct nc__machine *m)
+void nc__machine_files_read(struct nc__machine_files *f, char *buf, size_t len)
 {
-	memset(m, 0, sizeof(*m));
-	m->cpuinfo_rdtscp = -1;
-	struct nc_kernel_view *kv = &m->kv;
+	memset(f, 0, sizeof(*f));
+	f->cpuinfo_rdtscp = -1;
 	/* the current clocksource is read when asked (nc__machine_clocksource):
 	 * it can change while the process runs, and reading it took ~20 us */
-	int sys_ok = read_line("/sys/devices/system/clocksource/clocksource0/available_clocksource",
-			       kv->available_clocksources,
-			       sizeof(kv->available_clocksources)) == 0;
-
-	const struct nc__cpuid *c = nc__cpuid();
-	m->cpuid = c;
-	kv->cpuid_tsc = c->valid ? c->tsc : -1;
-	kv->cpuid_rdtscp = c->valid ? c->rdtscp : -1;
-	kv->cpuid_invariant_tsc = c->valid ? c->invariant : -1;
-	kv->cpuid_hypervisor = c->valid ? c->hypervisor : -1;
-	nc__copy(kv->hypervisor, sizeof(kv->hypervisor), c->hv_sig);
-
-	int proc_ok = read_cpuinfo(m) == 0;
+	f->sys_ok = read_line("/sys/devices/system/clocksource/clocksource0/available_clocksource",
+			      f->available_clocksources, sizeof(f->available_clocksources)) == 0;
+	f->proc_ok = read_cpuinfo(f, buf, len) == 0;
 #if defined(__x86_64__) || defined(__i386__)
 	char khz[32];
 	if (read_line("/sys/devices/system/cpu/cpu0/tsc_freq_khz", khz, sizeof(khz)) == 0) {
 		char *end;
 		unsigned long long v = strtoull(khz, &end, 10);
-		m->sysfs_tsc_khz = end == khz || v == 0 || v > 1000000000ull ? -1 : (long long)v;
+		f->sysfs_tsc_khz = end == khz || v == 0 || v > 1000000000ull ? -1 : (long long)v;
 	}
 #endif
-	tsc_distrust(kv);
-	/* A minimal container: said in the policy line (init.c), so that
+	/* the buffer is free again: the command line goes in it */
+	f->have_cmd = read_line("/proc/cmdline", buf, len < 2048 ? len : 2048) == 0;
+	f->cmd_tsc_unstable = f->have_cmd && has_word(buf, "tsc=unstable");
+}
+
+void nc__machine_complete(struct nc__machine *m, const struct nc__machine_files *f)
+{
+	NC_LOCK_HELD();
+	if (m->kernel_read)
+		return;
+	struct nc_kernel_view *kv = &m->kv;
+	const struct nc__cpuid *c = nc__cpuid_full(); /* m->cpuid: this record, completed */
+	kv->cpuid_rdtscp = c->valid ? c->rdtscp : -1;
+	nc__copy(kv->hypervisor, sizeof(kv->hypervisor), c->hv_sig);
+	nc__copy(kv->available_clocksources, sizeof(kv->available_clocksources),
+		 f->available_clocksources);
+	nc__copy(kv->cpuinfo_tsc_flags, sizeof(kv->cpuinfo_tsc_flags), f->flags);
+	m->cpuinfo_mhz = f->cpuinfo_mhz;
+	m->tsc_known_freq = f->tsc_known_freq;
+	m->cpuinfo_rdtscp = f->cpuinfo_rdtscp;
+	m->sysfs_tsc_khz = f->sysfs_tsc_khz;
+	tsc_distrust(kv, f);
+	/* A minimal container: said in the policy line (current.c), so that
 	 * `nanoclock info` explains the unknowns and the measured rate. */
-	if (!sys_ok || !proc_ok)
+	if (!f->sys_ok || !f->proc_ok)
 		nc__fmt(m->unreadable, sizeof(m->unreadable), "%s not readable",
-			 !sys_ok && !proc_ok ? "/proc and /sys" : !sys_ok ? "/sys" : "/proc");
+			 !f->sys_ok && !f->proc_ok ? "/proc and /sys" : !f->sys_ok ? "/sys" : "/proc");
+	m->kernel_read = 1;
+}
+
+/* The start reads CPUID's three leaves and nothing of /proc or /sys
+ * (~0.13 ms of files and CPUID on an AMD EPYC guest, a quarter of a first
+ * start): the kernel's files feed only reports, cross-checks of the
+ * measured rate, RDTSCP for nc_ticks_end and a shared record's facts, all
+ * after the start (nc__machine_complete).  Read now (full) when asked, or
+ * when the TSC policy needs the kernel's flags: no invariant-TSC bit. */
+NC_START void nc__machine_read(struct nc__machine *m, int full)
+{
+	memset(m, 0, sizeof(*m));
+	m->cpuinfo_rdtscp = -1;
+	struct nc_kernel_view *kv = &m->kv;
+	const struct nc__cpuid *c = nc__cpuid();
+	m->cpuid = c;
+	kv->cpuid_tsc = c->valid ? c->tsc : -1;
+	kv->cpuid_rdtscp = -1; /* read with the rest */
+	kv->cpuid_invariant_tsc = c->valid ? c->invariant : -1;
+	kv->cpuid_hypervisor = c->valid ? c->hypervisor : -1;
+	kv->tsc_unstable = -1;
+#if defined(__x86_64__) || defined(__i386__)
+	if (c->valid && c->tsc && !c->invariant)
+		full = 1; /* constant_tsc + nonstop_tsc decide */
+#endif
+	if (full) {
+		nc__machine_files_read(&start_files, cpuinfo_text, sizeof(cpuinfo_text));
+		nc__machine_complete(m, &start_files);
+	}
 	nc__machine_process(m);
 }
 

@@ -115,8 +115,8 @@ static void cpuid_hv(struct nc_hz_source *s, const struct nc__cpuid *c)
  * conversion is read later (freq_sources.c). */
 NC_START static int tsc_stated(const struct nc__machine *m, struct nc_hz_source *out, int max)
 {
-	if (max < 4)
-		return 0;
+	if (max < 4 || !m->kernel_read)
+		return 0; /* not read at the start: handed over later (nc__counter_stated_late) */
 	cpuid_15h(&out[0], m->cpuid);
 	cpuid_hv(&out[1], m->cpuid);
 	cpuinfo_mhz(&out[2], m);

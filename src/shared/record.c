@@ -555,6 +555,11 @@ static int fill(struct rec *r, int sync_verdict, double shift_ns, uint32_t ncpus
 		    "refresh measures it finer than the record's claim, it is)");
 		return NC_EINVAL;
 	}
+	if (!nc__counter_machine()->kernel_read) {
+		/* the facts an adopter takes instead of reading them: whole */
+		SAY("the machine's facts are not read yet");
+		return NC_EINVAL;
+	}
 	if (ids() != 0) {
 		SAY("this boot's id is unreadable");
 		return NC_ESYS;
@@ -563,7 +568,11 @@ static int fill(struct rec *r, int sync_verdict, double shift_ns, uint32_t ncpus
 	nc__copy(r->lib_version, sizeof(r->lib_version), nc__shared_build());
 	r->facts_size = sizeof(r->facts);
 	nc__counter_machine_facts(&r->facts);
-	if (why) { /* (snprintf: not on a refresh's path) */
+	/* fill runs at the start, in nc_shared_publish and in
+	 * nc__shared_flush: none a read's path, so formatting is fine (the
+	 * first write of a process without a target comes from the flush,
+	 * and named no CPU when only a reason's caller formatted it) */
+	if (!sh.cpu_text[0]) {
 		cpu_identity(r->cpu, &r->facts.cpuid);
 		memcpy(sh.cpu_text, r->cpu, sizeof(sh.cpu_text));
 	} else
@@ -910,7 +919,7 @@ NC_START void nc__shared_publish_own(double goal_ppm)
 	struct rec r;
 	struct nc__meas m;
 	nc__rate_measurement(&m);
-	if (m.ppm > goal_ppm) {
+	if (m.ppm > goal_ppm || !nc__counter_machine()->kernel_read) {
 		/* a record is what others take instead of calibrating: only a
 		 * measurement as certain as the goal is one to hand them */
 		sh.pending = 1;
@@ -982,6 +991,7 @@ NC_START void nc__shared_flush(void)
 		return;
 	struct rec r;
 	char path[256];
+	nc__counter_complete(); /* the record's facts: once, outside the lock */
 	nc__lock();
 	int first = sh.pending;
 	int go = __atomic_load_n(&sh.due, __ATOMIC_RELAXED) &&

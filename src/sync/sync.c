@@ -380,8 +380,11 @@ int nc_sync_check(const struct nc_sync_options *opt, struct nc_sync_report *rep)
 	rep->bad_cpu = -1;
 	rep->verdict = NC_SYNC_INCONCLUSIVE;
 	nc__enter();
+	nc__counter_complete(); /* the kernel's verdict is read after the start */
+	nc__lock();
 	rep->kernel_tsc_unstable = nc__counter_machine()->kv.tsc_unstable;
 	rep->cpuid_invariant_tsc = nc__counter_machine()->kv.cpuid_invariant_tsc;
+	nc__unlock();
 	double hz = o.hz > 0 ? o.hz : nc_ticks_per_second();
 
 	int cpus[NC_SYNC_MAX_CPUS];

@@ -189,6 +189,44 @@ static void test_start_reads_no_kernel_file(void **state)
 #endif
 }
 
+/* Each stated rate once, on every architecture: the sources the start
+ * read and those handed over after it (x86's, from the kernel's files)
+ * are not the same ones twice, however many reports follow. */
+static void test_stated_sources_once(void **state)
+{
+	(void)state;
+	int pfd[2];
+	assert_int_equal(pipe(pfd), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(60);
+		setenv("NANOCLOCK_SHARED", "off", 1);
+		unsetenv("NANOCLOCK_CALIB_PPM");
+		struct nc_info *o = calloc(1, sizeof(*o));
+		int bad = !o;
+		for (int round = 0; !bad && round < 3; round++) {
+			nc_get_info(o);
+			for (int i = 0; i < o->n_hz_sources; i++)
+				for (int j = i + 1; j < o->n_hz_sources; j++)
+					if (!strcmp(o->hz_sources[i].name, o->hz_sources[j].name)) {
+						printf("  %s stated twice: %d sources\n",
+						       o->hz_sources[i].name, o->n_hz_sources);
+						bad = 1;
+					}
+		}
+		if (o)
+			printf("  %s: %d stated sources\n", o->counter, o->n_hz_sources);
+		fflush(stdout);
+		_exit(bad);
+	}
+	close(pfd[1]);
+	close(pfd[0]);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 /* /proc/cpuinfo is read with read(2) up to the first CPU's block: its
  * values, not the second CPU's, even when the block is longer than one
  * read; "cpu MHz" whatever the locale's decimal point. */
@@ -305,6 +343,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rdtscp_needs_the_kernels_word),
 		cmocka_unit_test(test_start_reads_no_kernel_file),
+		cmocka_unit_test(test_stated_sources_once),
 		cmocka_unit_test(test_cpuinfo_first_block),
 		cmocka_unit_test(test_cpuinfo_stops_at_wanted_lines),
 	};

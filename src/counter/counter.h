@@ -216,6 +216,7 @@ NC_HIDDEN void nc__select(const struct nc__machine *m, const struct nc__register
 /* The stated rates of candidate i as its evaluation read them (-1 if it
  * was not evaluated): a source is read once per process. */
 NC_HIDDEN int nc__select_stated(int i, struct nc_hz_source *out, int max) NC_REQUIRES(nc__lib_lock);
+NC_HIDDEN int nc__select_stated_n(int i) NC_REQUIRES(nc__lib_lock);
 /* After the selected one failed later (calibration): pick the next best. */
 NC_HIDDEN void nc__select_next(struct nc_candidate *cands, int n, const char *why,
 			       struct nc__selection *sel) NC_REQUIRES(nc__lib_lock);

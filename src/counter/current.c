@@ -101,7 +101,7 @@ __attribute__((format(printf, 3, 4))) static void append(char *buf, size_t size,
 
 /* What the kernel's facts add to the policy line and the choice's reason
  * (once they are read). */
-static void kernel_notes(void) NC_REQUIRES(nc__lib_lock)
+NC_START static void kernel_notes(void) NC_REQUIRES(nc__lib_lock)
 {
 	const struct nc_candidate *c = &current.cands[current.sel.index];
 	if (current.m.unreadable[0])
@@ -125,7 +125,7 @@ static void kernel_notes(void) NC_REQUIRES(nc__lib_lock)
  * (valgrind's) can claim it on a CPU without it, and it then faults.  So
  * nc_ticks_end ends with LFENCE;RDTSC;LFENCE until the kernel's flags are
  * read, RDTSCP;LFENCE after where both say yes: either is ordered. */
-static uint64_t read_kind(void) NC_REQUIRES(nc__lib_lock)
+NC_START static uint64_t read_kind(void) NC_REQUIRES(nc__lib_lock)
 {
 	uint64_t kind = current.ctr->kind;
 	if (kind == NC_IMPL_KIND_TSC && current.m.kernel_read && current.m.cpuid->rdtscp &&
@@ -146,8 +146,9 @@ NC_START void nc__counter_settle(double rate_hz)
 		 forced ? "forced" : "lowest resolution+cost+penalty among usable candidates");
 	if (current.m.kernel_read)
 		kernel_notes();
-	else if (current.ctr->stated && current.ctr->fixed_hz <= 0)
-		current.stated_late = 1;
+	else if (current.ctr->stated && current.ctr->fixed_hz <= 0 &&
+		 nc__select_stated_n(current.sel.index) <= 0)
+		current.stated_late = 1; /* withheld until the facts are read (x86's) */
 }
 
 void nc__counter_complete(void)

@@ -186,6 +186,12 @@ static const char *sig_name(int sig)
 	}
 }
 
+/* how many candidate i's evaluation stated (-1: none read) */
+NC_START int nc__select_stated_n(int i)
+{
+	return i < 0 || i >= NC_MAX_CANDIDATES ? -1 : sel_state.stated_n[i];
+}
+
 NC_START int nc__select_stated(int i, struct nc_hz_source *out, int max)
 {
 	if (i < 0 || i >= NC_MAX_CANDIDATES || sel_state.stated_n[i] < 0)

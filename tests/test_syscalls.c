@@ -25,6 +25,9 @@
 #include "child.h"
 #include "skip.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -302,6 +305,37 @@ static void reads_case(const char *arg)
  * routine is a system call whether anyone waits or not (two of a shared
  * start's 16 calls; each a first call of its kind in a cold process).
  * Every other call is allowed; a futex one ends the child. */
+/* x86 with CPUID's invariant-TSC bit: the TSC policy needs no file */
+static int invariant_tsc(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned a, b, c, d;
+	return __get_cpuid(0x80000000u, &a, &b, &c, &d) && a >= 0x80000007u &&
+	       __get_cpuid(0x80000007u, &a, &b, &c, &d) && ((d >> 8) & 1);
+#else
+	return 0;
+#endif
+}
+
+/* A record for the adopting start, written by a process of its own (with
+ * a loose goal: on a busy machine a 1 ppm start may rightly write none). */
+static void write_record(const char *path)
+{
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		setenv("NANOCLOCK_SHARED", path, 1);
+		nc_init();
+		_exit(0);
+	}
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+}
+
+/* A start makes no futex call when nothing contends it: calibrating
+ * ("off"), or adopting a record ("adopt").  "no-open": a calibrating
+ * start on x86 with an invariant TSC opens no file at all (the kernel's
+ * files are read after the start). */
 static void start_case(const char *arg)
 {
 	const char *emu = getenv("NC_TEST_RUN");
@@ -312,9 +346,23 @@ static void start_case(const char *arg)
 #ifdef NC_SANITIZED
 	CHILD_SKIP_BECAUSE("sanitizer", "a sanitizer's runtime makes system calls of its own");
 #endif
+	int no_open = strcmp(arg, "no-open") == 0, adopt = strcmp(arg, "adopt") == 0;
+	if (no_open && !invariant_tsc())
+		CHILD_SKIP_BECAUSE("machine", "no invariant-TSC bit: the TSC policy reads the kernel's flags");
 	rep = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	CHECK(rep != MAP_FAILED);
-	setenv("NANOCLOCK_SHARED", arg, 1);
+	char dir[] = "/tmp/nc-syscalls-XXXXXX", record[64];
+	if (adopt) {
+		CHECK(mkdtemp(dir) != NULL);
+		snprintf(record, sizeof(record), "%s/record", dir);
+		/* the goal both keep: met at the writer's start, which writes */
+		setenv("NANOCLOCK_CALIB_PPM", "50", 1);
+		setenv("NANOCLOCK_CALIB_MAX_MS", "200", 1);
+		write_record(record);
+		setenv("NANOCLOCK_SHARED", record, 1);
+	} else {
+		setenv("NANOCLOCK_SHARED", "off", 1);
+	}
 	setenv("NANOCLOCK_LOG", "stderr:debug", 1); /* the log's environment read too */
 	fflush(NULL);
 	pid_t pid = fork();
@@ -322,27 +370,46 @@ static void start_case(const char *arg)
 	if (pid == 0) {
 		struct sock_filter f[] = {
 			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_futex, 0, 1),
-			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_futex, 3, 0),
+#ifdef SYS_open
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, no_open ? SYS_open : SYS_futex, 2, 0),
+#else
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_futex, 2, 0),
+#endif
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, no_open ? SYS_openat : SYS_futex, 1, 0),
 			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
 		};
 		load_filter(f, sizeof(f) / sizeof(f[0]));
 		CHECK(nc_init() == 0);
 		(void)nc_now_ns();
+		/* a record refused would have been a calibrating start */
+		if (adopt && strcmp(nc_ticks_per_second_source(), "shared") != 0)
+			syscall(SYS_exit_group, 3);
 		syscall(SYS_exit_group, 0);
 	}
 	int st;
 	CHECK(waitpid(pid, &st, 0) == pid);
+	if (adopt) {
+		unlink(record);
+		rmdir(dir);
+	}
 	if (rep->trapped)
-		fprintf(stderr, "case: an uncontended start made system call %d (futex)\n", rep->nr);
-	CHECK(!rep->trapped && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	fprintf(stderr, "case: a start (NANOCLOCK_SHARED=%s) made no futex call\n", arg);
+		fprintf(stderr, "case: an uncontended start made system call %d\n", rep->nr);
+	CHECK(!rep->trapped);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 3)
+		fprintf(stderr, "case: the start did not adopt the record\n");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	fprintf(stderr, "case: a start (%s) made no %s call\n", arg,
+		no_open ? "futex or open" : "futex");
 }
 
 static const struct child_case cases[] = {
 	{"reads_only_listed_calls", reads_case, "plain", NULL, NULL},
 	{"reads_with_clockbound_source", reads_case, "clockbound", NULL, NULL},
 	{"start_no_futex", start_case, "off", NULL, NULL},
+	{"start_no_futex_adopting", start_case, "adopt", NULL, NULL},
+	{"start_opens_no_file", start_case, "no-open", NULL, NULL},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 

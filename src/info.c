@@ -5,6 +5,7 @@
 #include "init.h"
 #include "base/fmt.h"
 #include "base/lock.h"
+#include "base/log.h"
 #include "clock/events.h"
 #include "clock/upkeep.h"
 #include "clock/wall.h"
@@ -51,8 +52,12 @@ static void probe_deferred_sources(void) NC_EXCLUDES(nc__lib_lock)
 	/* the stated rates the start did not read, cross-checked now */
 	struct nc_hz_source late[NC_MAX_HZ_SOURCES];
 	int n = nc__rate_is_exact() ? 0 : nc__counter_stated_late(late, NC_MAX_HZ_SOURCES);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		nc__rate_add_source(&late[i]);
+		if (late[i].hz > 0) /* what the start's report would have said */
+			nc__log(NC_LOG_INFO, "stated rate %s %.6f MHz: %s", late[i].name,
+				late[i].hz / 1e6, late[i].reason);
+	}
 	int want = !probed && !nc__rate_is_exact() &&
 		   nc__hw_counter(nc__counter_machine()) == nc__counter() && !nc__rate_sources_full();
 	probed = 1;

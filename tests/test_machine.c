@@ -67,7 +67,7 @@ static int hz_sources(void)
 /* in a child that forks before this process ever calls the library (a
  * fresh start): what the library settles on at the start, and after the
  * first call that reports */
-static struct seen in_child(const char *cpuinfo)
+static struct seen in_child(const char *cpuinfo, int target)
 {
 	int pfd[2];
 	assert_int_equal(pipe(pfd), 0);
@@ -78,9 +78,13 @@ static struct seen in_child(const char *cpuinfo)
 		if (cpuinfo)
 			nc__cpuinfo_path = cpuinfo;
 		/* the machine's facts read here, not taken from a shared record;
-		 * no calibration target: the start reads only what it needs */
+		 * no calibration target: the start reads only what it needs;
+		 * a target: the start reads the files too */
 		setenv("NANOCLOCK_SHARED", "off", 1);
-		unsetenv("NANOCLOCK_CALIB_PPM");
+		if (target)
+			setenv("NANOCLOCK_CALIB_PPM", "1000", 1);
+		else
+			unsetenv("NANOCLOCK_CALIB_PPM");
 		nc_init();
 		struct seen s;
 		memset(&s, 0, sizeof(s));
@@ -131,23 +135,32 @@ static void test_rdtscp_needs_the_kernels_word(void **state)
 {
 	(void)state;
 #if defined(__x86_64__) || defined(__i386__)
-	struct seen real = in_child(NULL);
-	if (!real.tsc)
+	/* a start that read no flags: LFENCE;RDTSC;LFENCE ends, for good
+	 * (reading them later does not switch: the lines carry the kind) */
+	struct seen early = in_child(NULL, 0);
+	if (!early.tsc)
 		SKIP("machine", "the TSC is not the counter here");
+	assert_true(early.ordered);
+	assert_true(early.ordered_after);
+	assert_int_equal(early.kind, NC_IMPL_KIND_TSC);
+	assert_int_equal(early.kind_after, NC_IMPL_KIND_TSC);
+	/* a start that read them (a calibration target): RDTSCP where both
+	 * CPUID and the kernel's flags list it */
+	struct seen real = in_child(NULL, 1);
+	assert_int_equal(real.read_at_start, 1);
 	assert_true(real.ordered);
-	assert_true(real.ordered_after);
-	/* before the kernel's flags are read: never RDTSCP */
-	assert_int_equal(real.kind, NC_IMPL_KIND_TSC);
 	if (!real.cpuid_rdtscp || real.cpuinfo_rdtscp != 1) {
 		/* one of them says no (valgrind on a CPU without it): never used */
+		assert_int_equal(real.kind, NC_IMPL_KIND_TSC);
 		assert_int_equal(real.kind_after, NC_IMPL_KIND_TSC);
 		printf("  rdtscp: CPUID %d, kernel %d: lfence;rdtsc;lfence ends\n",
 		       real.cpuid_rdtscp, real.cpuinfo_rdtscp);
 		return;
 	}
+	assert_int_equal(real.kind, NC_IMPL_KIND_TSCP);
 	assert_int_equal(real.kind_after, NC_IMPL_KIND_TSCP);
 	const char *p = cpuinfo_without_rdtscp();
-	struct seen without = in_child(p);
+	struct seen without = in_child(p, 1);
 	unlink(p);
 	assert_int_equal(without.cpuinfo_rdtscp, 0);
 	assert_true(without.ordered_after);
@@ -162,12 +175,13 @@ static void test_rdtscp_needs_the_kernels_word(void **state)
  * TSC policy needs only CPUID): a cpuinfo path that does not exist leaves
  * no trace at the start; the first report reads the files, says what was
  * unreadable, and cross-checks the stated rates it found against the
- * measurement then. */
+ * measurement then.  With a calibration target the start reads them, and
+ * the report adds none twice. */
 static void test_start_reads_no_kernel_file(void **state)
 {
 	(void)state;
 #if defined(__x86_64__) || defined(__i386__)
-	struct seen real = in_child(NULL);
+	struct seen real = in_child(NULL, 0);
 	if (!real.tsc)
 		SKIP("machine", "the TSC is not the counter here");
 	assert_int_equal(real.read_at_start, 0);
@@ -178,12 +192,16 @@ static void test_start_reads_no_kernel_file(void **state)
 	assert_true(real.sources_after >= 4);
 	assert_true(real.cpuinfo_source[0]);
 	printf("  cpuinfo-mhz after the start: %s\n", real.cpuinfo_source);
-	struct seen none = in_child("/nonexistent/cpuinfo");
+	struct seen none = in_child("/nonexistent/cpuinfo", 0);
 	assert_int_equal(none.read_at_start, 0);
-	assert_string_equal(none.unreadable_at_start, "");
 	assert_int_equal(none.read_after, 1);
 	assert_int_equal(none.cpuinfo_rdtscp, -1);
 	assert_string_equal(none.cpuinfo_source, "no \"cpu MHz\" in /proc/cpuinfo");
+	struct seen full = in_child(NULL, 1);
+	assert_int_equal(full.read_at_start, 1);
+	assert_true(full.sources_at_start >= 4);
+	assert_true(full.sources_after >= full.sources_at_start);
+	assert_true(full.sources_after <= full.sources_at_start + 1); /* the perf page */
 #else
 	SKIP("machine", "not an x86 machine: no TSC");
 #endif
@@ -194,7 +212,6 @@ static void test_start_reads_no_kernel_file(void **state)
  * are not the same ones twice, however many reports follow. */
 static void test_stated_sources_once(void **state)
 {
-	(void)state;
 	int pfd[2];
 	assert_int_equal(pipe(pfd), 0);
 	pid_t pid = fork();
@@ -202,7 +219,10 @@ static void test_stated_sources_once(void **state)
 	if (pid == 0) {
 		alarm(60);
 		setenv("NANOCLOCK_SHARED", "off", 1);
-		unsetenv("NANOCLOCK_CALIB_PPM");
+		if (*(const int *)state)
+			setenv("NANOCLOCK_CALIB_PPM", "1000", 1); /* the files read at the start */
+		else
+			unsetenv("NANOCLOCK_CALIB_PPM");
 		struct nc_info *o = calloc(1, sizeof(*o));
 		int bad = !o;
 		for (int round = 0; !bad && round < 3; round++) {
@@ -249,12 +269,22 @@ static void test_cpuinfo_first_block(void **state)
 	nc__lock(); /* the machine read's buffer is the initialisation's */
 	nc__machine_read(&m, 1);
 	nc__unlock();
-	nc__cpuinfo_path = "/proc/cpuinfo";
-	unlink(path);
 	assert_true(m.cpuinfo_mhz == 1234.5678);
 	assert_int_equal(m.tsc_known_freq, 1);
 	assert_int_equal(m.cpuinfo_rdtscp, 0);
 	assert_string_equal(m.kv.cpuinfo_tsc_flags, "constant_tsc tsc_known_freq");
+	/* the same through the reading after the start (its own buffer) */
+	nc__cpuinfo_path = path;
+	struct nc__machine_files f;
+	char *buf = malloc(NC_CPUINFO_BUF);
+	assert_non_null(buf);
+	nc__machine_files_read(&f, buf, NC_CPUINFO_BUF);
+	free(buf);
+	nc__cpuinfo_path = "/proc/cpuinfo";
+	unlink(path);
+	assert_true(f.cpuinfo_mhz == 1234.5678);
+	assert_int_equal(f.cpuinfo_rdtscp, 0);
+	assert_string_equal(f.flags, "constant_tsc tsc_known_freq");
 
 	/* "cpu MHz" as a decimal number only: leading zeros are fine, an
 	 * exponent or trailing text is not a rate */
@@ -338,12 +368,15 @@ static void test_cpuinfo_stops_at_wanted_lines(void **state)
 	assert_true(read_bytes >= wanted);
 }
 
+static const int no_target = 0, with_target = 1;
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rdtscp_needs_the_kernels_word),
 		cmocka_unit_test(test_start_reads_no_kernel_file),
-		cmocka_unit_test(test_stated_sources_once),
+		cmocka_unit_test_prestate(test_stated_sources_once, (void *)&no_target),
+		cmocka_unit_test_prestate(test_stated_sources_once, (void *)&with_target),
 		cmocka_unit_test(test_cpuinfo_first_block),
 		cmocka_unit_test(test_cpuinfo_stops_at_wanted_lines),
 	};

@@ -5,9 +5,11 @@
  * file owns that state. */
 #include "counter.h"
 #include "base/fmt.h"
+#include "base/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Written during initialisation (which holds nc__lib_lock) and at a
@@ -99,8 +101,9 @@ __attribute__((format(printf, 3, 4))) static void append(char *buf, size_t size,
 	va_end(ap);
 }
 
-/* What the kernel's facts add to the policy line and the choice's reason
- * (once they are read). */
+/* What the kernel's facts add to the policy line and the candidates'
+ * reasons (once they are read): about the choice made at the start, so the
+ * selected candidate's counter, even after a fall-back. */
 NC_START static void kernel_notes(void) NC_REQUIRES(nc__lib_lock)
 {
 	const struct nc_candidate *c = &current.cands[current.sel.index];
@@ -108,23 +111,31 @@ NC_START static void kernel_notes(void) NC_REQUIRES(nc__lib_lock)
 		append(current.policy, sizeof(current.policy),
 		       "; %s: the kernel's view is unknown and the rates it states are absent, so the "
 		       "rate is %s",
-		       current.m.unreadable, current.ctr->fixed_hz > 0 ? "exact (an OS clock)" : "measured");
-	if (strcmp(c->name, "tsc") == 0 && current.m.kv.tsc_unstable == 1) {
+		       current.m.unreadable,
+		       current.sel.use->fixed_hz > 0 ? "exact (an OS clock)" : "measured");
+	if (current.m.kv.tsc_unstable != 1)
+		return;
+	if (strcmp(c->name, "tsc") == 0)
 		append(current.policy, sizeof(current.policy),
 		       "; the kernel distrusts the TSC (%s) but its rate is invariant and "
 		       "nanoclock's own checks pass (monotonic, advancing, consistent calibration); "
 		       "cross-CPU agreement is not checked at init",
 		       current.m.kv.tsc_unstable_why);
-		append(current.cands[current.sel.index].reason,
-		       sizeof(current.cands[current.sel.index].reason),
-		       "; kernel distrusts it, our checks pass");
-	}
+	for (int i = 0; i < current.ncand; i++) /* selected or not (another forced) */
+		if (strcmp(current.cands[i].name, "tsc") == 0 &&
+		    (current.cands[i].status == NC_CAND_SELECTED ||
+		     current.cands[i].status == NC_CAND_USABLE))
+			append(current.cands[i].reason, sizeof(current.cands[i].reason),
+			       "; kernel distrusts it, our checks pass");
 }
 
 /* RDTSCP only where the kernel lists it too: an emulator's CPUID
  * (valgrind's) can claim it on a CPU without it, and it then faults.  So
- * nc_ticks_end ends with LFENCE;RDTSC;LFENCE until the kernel's flags are
- * read, RDTSCP;LFENCE after where both say yes: either is ordered. */
+ * it is decided once, at the start, from facts that carry the kernel's
+ * flags (a shared record's, or the files read at the start); otherwise
+ * nc_ticks_end ends with LFENCE;RDTSC;LFENCE for the process's life (the
+ * fast path's lines carry the kind: a switch later would reach readers
+ * only at their next epoch).  Either is ordered. */
 NC_START static uint64_t read_kind(void) NC_REQUIRES(nc__lib_lock)
 {
 	uint64_t kind = current.ctr->kind;
@@ -159,19 +170,24 @@ void nc__counter_complete(void)
 	if (done)
 		return;
 	/* the files outside the lock (readers that find an epoch due are not
-	 * held by them); two threads here both read, the first applies */
+	 * held by them: /proc/cpuinfo may be a FUSE file, LXCFS's); the
+	 * buffer off the stack (any call that is not a read comes here, on
+	 * any thread's stack); two threads here both read, the first applies.
+	 * Without the memory the facts stay unread: said as unknown. */
 	struct nc__machine_files f;
-	char buf[8192];
-	nc__machine_files_read(&f, buf, sizeof(buf));
+	char *buf = malloc(NC_CPUINFO_BUF);
+	if (!buf)
+		return;
+	nc__machine_files_read(&f, buf, NC_CPUINFO_BUF);
+	free(buf);
 	nc__lock();
 	if (!current.m.kernel_read) {
+		char before[sizeof(current.policy)];
+		memcpy(before, current.policy, sizeof(before));
 		nc__machine_complete(&current.m, &f);
 		kernel_notes();
-		/* the counter in use may have fallen back since: only the TSC's
-		 * own kind changes, with release as at the start */
-		if (__atomic_load_n(&current.kind, __ATOMIC_RELAXED) == NC_IMPL_KIND_TSC &&
-		    current.ctr->kind == NC_IMPL_KIND_TSC)
-			__atomic_store_n(&current.kind, read_kind(), __ATOMIC_RELEASE);
+		if (strcmp(before, current.policy) != 0)
+			nc__log(NC_LOG_INFO, "%s", current.policy); /* what the start's report lacked */
 	}
 	nc__unlock();
 }

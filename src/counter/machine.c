@@ -105,7 +105,7 @@ const char *nc__cpuinfo_path = "/proc/cpuinfo";
 
 /* The start's buffer when the files are read during it (nc__machine_read
  * with full, under nc__lib_lock): kept off the stack of a first call. */
-NC_COLD static char cpuinfo_text[16384] NC_GUARDED_BY(nc__lib_lock);
+NC_COLD static char cpuinfo_text[NC_CPUINFO_BUF] NC_GUARDED_BY(nc__lib_lock);
 NC_COLD static struct nc__machine_files start_files NC_GUARDED_BY(nc__lib_lock);
 
 /* The whole line that starts with key, read so far? */

@@ -290,7 +290,7 @@ void nc__rate_conv(nc_conv_t *out) { *out = rate.conv; }
 NC_START const struct nc__calib *nc__rate_anchor(void) { return &rate.cal; }
 int nc__rate_sources_full(void) { return rate.nsrc >= NC_MAX_HZ_SOURCES; }
 
-void nc__rate_add_source(const struct nc_hz_source *s)
+void nc__rate_add_source(struct nc_hz_source *s)
 {
 	NC_LOCK_HELD();
 	if (rate.nsrc >= NC_MAX_HZ_SOURCES)
@@ -299,7 +299,7 @@ void nc__rate_add_source(const struct nc_hz_source *s)
 	struct nc__meas m;
 	nc__rate_measurement(&m);
 	nc__check_stated(&m, &rate.src[rate.nsrc], 1);
-	rate.nsrc++;
+	*s = rate.src[rate.nsrc++]; /* the verdict, for the caller's log */
 }
 
 void nc__rate_info(struct nc_info *o)

@@ -169,8 +169,9 @@ NC_HIDDEN int nc__rate_meas_own(void) NC_REQUIRES(nc__lib_lock);
 NC_HIDDEN double nc__rate_meas_worst_ppm(void) NC_REQUIRES(nc__lib_lock);
 /* The anchor: the calibration's centroid (the first epoch starts there). */
 NC_HIDDEN const struct nc__calib *nc__rate_anchor(void) NC_REQUIRES(nc__lib_lock);
-/* A stated source learnt later (the perf page): cross-checked and kept. */
-NC_HIDDEN void nc__rate_add_source(const struct nc_hz_source *s) NC_REQUIRES(nc__lib_lock);
+/* A stated source learnt later (the machine's, read after the start; the
+ * perf page): cross-checked and kept. */
+NC_HIDDEN void nc__rate_add_source(struct nc_hz_source *s) NC_REQUIRES(nc__lib_lock); /* *s: its verdict after */
 NC_HIDDEN int nc__rate_sources_full(void) NC_REQUIRES(nc__lib_lock);
 struct nc_info;
 NC_HIDDEN void nc__rate_info(struct nc_info *o) NC_REQUIRES(nc__lib_lock);

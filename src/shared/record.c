@@ -921,12 +921,17 @@ NC_START void nc__shared_publish_own(double goal_ppm)
 	nc__rate_measurement(&m);
 	if (m.ppm > goal_ppm || !nc__counter_machine()->kernel_read) {
 		/* a record is what others take instead of calibrating: only a
-		 * measurement as certain as the goal is one to hand them */
+		 * measurement as certain as the goal is one to hand them, with
+		 * the machine's facts whole (read after the start) */
 		sh.pending = 1;
 		sh.goal_ppm = goal_ppm;
-		nc__fmt(why, sizeof(why), "not yet written: this process's first statement "
-			"(+-%.3f ppm) is wider than the goal (+-%.3f ppm); written once a refresh "
-			"measures the rate to it", m.ppm, goal_ppm);
+		if (m.ppm > goal_ppm)
+			nc__fmt(why, sizeof(why), "not yet written: this process's first statement "
+				"(+-%.3f ppm) is wider than the goal (+-%.3f ppm); written once a refresh "
+				"measures the rate to it", m.ppm, goal_ppm);
+		else
+			nc__fmt(why, sizeof(why), "not yet written: the machine's facts are read after "
+				"the start; written once a refresh confirms the rate");
 		status_add(sh.own_path, why);
 		return;
 	}

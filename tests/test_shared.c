@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sched.h>
 #include <grp.h>
 #include <sys/file.h>
@@ -1641,6 +1642,77 @@ static void test_early_writer_records_whole_facts(void **state)
 	fresh();
 }
 
+/* The first write of a process without a target comes from whatever call
+ * that is not a read finds it due, on whatever thread: here one with a
+ * 20 KB stack (the smallest a program might give a worker; 16 KB is
+ * PTHREAD_STACK_MIN).  The write reads the machine's facts first; their
+ * 8 KB buffer on that stack took the thread down (SIGSEGV). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SMALL_STACK (256 * 1024) /* the sanitizers' frames are larger */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SMALL_STACK (256 * 1024)
+#endif
+#endif
+#ifndef SMALL_STACK
+#define SMALL_STACK (20 * 1024)
+#endif
+
+static void *small_stack_call(void *arg)
+{
+	(void)arg;
+	return (void *)(long)(nc_ticks_per_second() > 0); /* not a read: the write, once due */
+}
+
+static size_t small_stack_child(void *arg, void *out, size_t size)
+{
+	(void)arg;
+	alarm(150);
+	unsetenv("NANOCLOCK_CALIB_PPM");
+	unsetenv("NANOCLOCK_CALIB_MAX_MS");
+	setenv("NANOCLOCK_SHARED", path, 1);
+	nc_init();
+	struct nc_shared_status st;
+	int64_t end = raw_ns() + 120 * (int64_t)1000000000;
+	int calls = 0;
+	do {
+		for (int i = 0; i < 1000; i++)
+			(void)nc_now_ns();
+		usleep(2000);
+		pthread_attr_t at;
+		pthread_t t;
+		void *ok = NULL;
+		if (pthread_attr_init(&at) != 0 || pthread_attr_setstacksize(&at, SMALL_STACK) != 0 ||
+		    pthread_create(&t, &at, small_stack_call, NULL) != 0 || pthread_join(t, &ok) != 0)
+			_exit(4);
+		pthread_attr_destroy(&at);
+		calls++;
+		/* (this thread's own calls would flush it: only reads here) */
+		nc__lock();
+		nc__shared_status(&st);
+		nc__unlock();
+	} while (!st.published && raw_ns() < end);
+	return (size_t)snprintf(out, size, "%d %s after %d calls on a %d-byte stack", st.published,
+				nc_ticks_per_second_source(), calls, SMALL_STACK) + 1;
+}
+
+static void test_first_write_on_a_small_stack(void **state)
+{
+	(void)state;
+	if (!hw_counter())
+		SKIP("machine", "no hardware counter with a measured rate: a record has nothing to share");
+	fresh();
+	static char got[256];
+	int wst = 0;
+	in_fresh_process(small_stack_child, NULL, got, sizeof(got) - 1, &wst);
+	print_message("  %s\n", got);
+	assert_true(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+	if (!strncmp(got, "0 exact", 7))
+		SKIP("machine", "the writer fell back to an OS clock (a busy or emulated machine)");
+	assert_int_equal(atoi(got), 1);
+	fresh();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1661,6 +1733,7 @@ int main(void)
 		cmocka_unit_test(test_info_unbounded_shift),
 		cmocka_unit_test(test_distrusted_tsc_adopted),
 		cmocka_unit_test(test_early_writer_records_whole_facts),
+		cmocka_unit_test(test_first_write_on_a_small_stack),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

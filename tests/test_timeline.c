@@ -498,7 +498,8 @@ static void child_wrap64(const char *arg)
 {
 	(void)arg;
 	world_install();
-	w.ctr_v0 = 18446744073709551615.0L - 15e9L; /* 5 s at 3 GHz before the wrap */
+	w.ctr_base = UINT64_MAX - (uint64_t)15e9; /* 5 s at 3 GHz before the wrap */
+	w.ctr_v0 = 0;
 	w.ctr_T0 = w.T;
 	CHECK(nc_init() == 0);
 	R.last_now = nc_now_ns();

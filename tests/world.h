@@ -20,7 +20,10 @@
 struct world {
 	long double T;              /* true time, ns */
 	double cost_ns;             /* each read advances T by this */
-	long double ctr_v0, ctr_T0; /* counter = ctr_v0 + (T - ctr_T0) * ctr_rate */
+	long double ctr_v0, ctr_T0; /* counter = ctr_base + ctr_v0 + (T - ctr_T0) * ctr_rate */
+	uint64_t ctr_base;          /* added modulo 2^64, an integer: a counter near its wrap
+				       stays exact where long double is only a double
+				       (valgrind: a quantum of 2048 ticks near 2^64) */
 	double ctr_rate;            /* ticks per true ns */
 	long double raw_lost;       /* CLOCK_MONOTONIC_RAW = T - raw_lost */
 	long double mono_v0, mono_T0; /* CLOCK_MONOTONIC = mono_v0 + (T - mono_T0) * real_rate,
@@ -52,10 +55,10 @@ static uint64_t w_ctr(void *ctx)
 {
 	(void)ctx;
 	world_tick();
-	long double c = world_ctr(); /* a 64-bit counter wraps */
+	long double c = world_ctr();
 	while (c >= 18446744073709551616.0L)
 		c -= 18446744073709551616.0L;
-	return (uint64_t)c;
+	return w.ctr_base + (uint64_t)c; /* a 64-bit counter wraps */
 }
 static int64_t w_raw(void)
 {

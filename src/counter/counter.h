@@ -148,7 +148,7 @@ struct nc__registered {
 	int ntest;
 	double app_ppm, app_ms;         /* nc_set_calibration_target, 0 if not set */
 };
-NC_HIDDEN void nc__registry_freeze(struct nc__registered *out) NC_REQUIRES(nc__lib_lock);
+NC_HIDDEN void nc__registry_freeze(struct nc__registered *out);
 NC_HIDDEN int nc__test_add_candidate(const struct nc_counter_spec *spec);
 
 /* ---- extend.c: counters narrower than 64 bits ---- */

@@ -17,18 +17,18 @@ struct slot {
 	char name[32];
 };
 
-/* The registrations: this file owns them, under nc__lib_lock (which the
- * initialisation holds when it freezes them: no lock of their own to take
- * at a start, and the library's fork handling covers them); read-only
+/* The registrations: this file owns them.  registry_lock guards them
+ * (before initialisation freezes them; nothing else takes it); read-only
  * once frozen.  Apart, not one block: the tests' slots are large and kept
  * in the cold section (compiler.h). */
-static int frozen NC_GUARDED_BY(nc__lib_lock);
-static struct slot app NC_GUARDED_BY(nc__lib_lock);
-static int have_app NC_GUARDED_BY(nc__lib_lock);
-NC_COLD static struct slot tests[NC_MAX_REGISTERED - 1] NC_GUARDED_BY(nc__lib_lock);
-static int ntests NC_GUARDED_BY(nc__lib_lock);
-static double app_ppm NC_GUARDED_BY(nc__lib_lock);
-static double app_ms NC_GUARDED_BY(nc__lib_lock);
+static struct nc__mutex registry_lock = NC_MUTEX_INIT;
+static int frozen NC_GUARDED_BY(registry_lock);
+static struct slot app NC_GUARDED_BY(registry_lock);
+static int have_app NC_GUARDED_BY(registry_lock);
+NC_COLD static struct slot tests[NC_MAX_REGISTERED - 1] NC_GUARDED_BY(registry_lock);
+static int ntests NC_GUARDED_BY(registry_lock);
+static double app_ppm NC_GUARDED_BY(registry_lock);
+static double app_ms NC_GUARDED_BY(registry_lock);
 
 static uint64_t spec_read(void *ctx)
 {
@@ -75,13 +75,13 @@ static int fill(struct slot *s, const struct nc_counter_spec *spec, const char *
 
 int nc_set_counter(const struct nc_counter_spec *spec)
 {
-	nc__lock();
+	nc__mutex_lock(&registry_lock);
 	int rc = frozen ? NC_EBUSY : fill(&app, spec, "application-supplied counter");
 	if (rc == 0) {
 		app.c.stated = app_stated;
 		have_app = 1;
 	}
-	nc__unlock();
+	nc__mutex_unlock(&registry_lock);
 	return rc;
 }
 
@@ -89,13 +89,13 @@ int nc_set_calibration_target(double target_ppm, double max_ms)
 {
 	if (!(target_ppm >= 0.001 && target_ppm <= 1000) || !(max_ms >= 0.1 && max_ms <= 10000))
 		return NC_ERANGE;
-	nc__lock();
+	nc__mutex_lock(&registry_lock);
 	int rc = frozen ? NC_EBUSY : 0;
 	if (rc == 0) {
 		app_ppm = target_ppm;
 		app_ms = max_ms;
 	}
-	nc__unlock();
+	nc__mutex_unlock(&registry_lock);
 	return rc;
 }
 
@@ -103,19 +103,19 @@ int nc_set_calibration_target(double target_ppm, double max_ms)
  * stated hz makes it a fixed-rate counter, so tests need no calibration. */
 int nc__test_add_candidate(const struct nc_counter_spec *spec)
 {
-	nc__lock();
+	nc__mutex_lock(&registry_lock);
 	int rc = frozen ? NC_EBUSY : ntests >= NC_MAX_REGISTERED - 1 ? NC_ERANGE : 0;
 	if (rc == 0)
 		rc = fill(&tests[ntests], spec, "test candidate");
 	if (rc == 0)
 		tests[ntests++].c.fixed_hz = spec->hz;
-	nc__unlock();
+	nc__mutex_unlock(&registry_lock);
 	return rc;
 }
 
 NC_START void nc__registry_freeze(struct nc__registered *out)
 {
-	NC_LOCK_HELD();
+	nc__mutex_lock(&registry_lock);
 	frozen = 1;
 	memset(out, 0, sizeof(*out));
 	out->app = have_app ? &app.c : NULL;
@@ -124,4 +124,5 @@ NC_START void nc__registry_freeze(struct nc__registered *out)
 	out->ntest = ntests;
 	out->app_ppm = app_ppm;
 	out->app_ms = app_ms;
+	nc__mutex_unlock(&registry_lock);
 }

@@ -1574,24 +1574,47 @@ static void test_info_unbounded_shift(void **state)
  * none of the kernel's files, so that write reads them first: the record
  * carries the facts whole, as a process that read the machine itself
  * has them, and names the CPU (the first such write named none). */
-static size_t early_writer_child(void *arg, void *out, size_t size)
+/* A fresh process at path with no calibration target, reading until its
+ * first record is written: each round's call that is not a read is
+ * step()'s (0, or -1 to stop); the status then, seen under the lock
+ * (nc_get_shared_status would be such a call itself). */
+static int write_first_record(int (*step)(void), struct nc_shared_status *st)
 {
-	(void)arg;
 	alarm(150);
 	unsetenv("NANOCLOCK_CALIB_PPM");
 	unsetenv("NANOCLOCK_CALIB_MAX_MS");
 	setenv("NANOCLOCK_SHARED", path, 1);
 	nc_init();
-	struct nc_shared_status st;
 	/* +-1 ppm took ~0.1 s of refreshes natively; valgrind's wide
 	 * brackets take longer */
 	int64_t end = raw_ns() + 120 * (int64_t)1000000000;
+	int rounds = 0;
 	do {
 		for (int i = 0; i < 1000; i++)
 			(void)nc_now_ns();
 		usleep(2000);
-		nc_get_shared_status(&st); /* not a read: the write, once due */
-	} while (!st.published && raw_ns() < end);
+		if (step() != 0)
+			return -1;
+		rounds++;
+		nc__lock();
+		nc__shared_status(st);
+		nc__unlock();
+	} while (!st->published && raw_ns() < end);
+	return rounds;
+}
+
+static int status_call(void)
+{
+	struct nc_shared_status st;
+	nc_get_shared_status(&st); /* not a read: the write, once due */
+	return 0;
+}
+
+static size_t early_writer_child(void *arg, void *out, size_t size)
+{
+	(void)arg;
+	struct nc_shared_status st;
+	write_first_record(status_call, &st);
 	return (size_t)snprintf(out, size, "%d %s: %s", st.published, nc_ticks_per_second_source(),
 				st.status) + 1;
 }
@@ -1671,35 +1694,29 @@ static void *small_stack_call(void *arg)
 	return (void *)(long)(nc_ticks_per_second() > 0); /* not a read: the write, once due */
 }
 
+/* the round's call, on a thread of its own with the small stack */
+static int small_stack_round(void)
+{
+	pthread_attr_t at;
+	pthread_t t;
+	void *ok = NULL;
+	if (pthread_attr_init(&at) != 0)
+		return -1;
+	int rc = pthread_attr_setstacksize(&at, SMALL_STACK) != 0 ||
+		 pthread_create(&t, &at, small_stack_call, NULL) != 0 || pthread_join(t, &ok) != 0;
+	pthread_attr_destroy(&at);
+	return rc ? -1 : 0;
+}
+
 static size_t small_stack_child(void *arg, void *out, size_t size)
 {
 	(void)arg;
-	alarm(150);
-	unsetenv("NANOCLOCK_CALIB_PPM");
-	unsetenv("NANOCLOCK_CALIB_MAX_MS");
-	setenv("NANOCLOCK_SHARED", path, 1);
-	nc_init();
 	struct nc_shared_status st;
-	int64_t end = raw_ns() + 120 * (int64_t)1000000000;
-	int calls = 0;
-	do {
-		for (int i = 0; i < 1000; i++)
-			(void)nc_now_ns();
-		usleep(2000);
-		pthread_attr_t at;
-		pthread_t t;
-		void *ok = NULL;
-		if (pthread_attr_init(&at) != 0 || pthread_attr_setstacksize(&at, SMALL_STACK) != 0 ||
-		    pthread_create(&t, &at, small_stack_call, NULL) != 0 || pthread_join(t, &ok) != 0)
-			return (size_t)snprintf(out, size, "0 no thread with a %zu-byte stack",
-						(size_t)SMALL_STACK) + 1;
-		pthread_attr_destroy(&at);
-		calls++;
-		/* (this thread's own calls would flush it: only reads here) */
-		nc__lock();
-		nc__shared_status(&st);
-		nc__unlock();
-	} while (!st.published && raw_ns() < end);
+	memset(&st, 0, sizeof(st));
+	int calls = write_first_record(small_stack_round, &st);
+	if (calls < 0)
+		return (size_t)snprintf(out, size, "0 no thread with a %zu-byte stack",
+					(size_t)SMALL_STACK) + 1;
 	return (size_t)snprintf(out, size, "%d %s after %d calls on a %zu-byte stack", st.published,
 				nc_ticks_per_second_source(), calls, (size_t)SMALL_STACK) + 1;
 }

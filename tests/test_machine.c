@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "fresh.h"
 #include "skip.h"
 
 #include "internal.h"
@@ -18,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -250,6 +253,105 @@ static void test_stated_sources_once(void **state)
 /* /proc/cpuinfo is read with read(2) up to the first CPU's block: its
  * values, not the second CPU's, even when the block is longer than one
  * read; "cpu MHz" whatever the locale's decimal point. */
+#if defined(__x86_64__) || defined(__i386__)
+/* The kernel's stance on the TSC, as a process reads it from the kernel's
+ * own files: in a mount namespace of the child's, /proc/cmdline and the
+ * clocksource list are files the test wrote (bind mounts), so a guest
+ * booted tsc=unstable, one whose kernel dropped the TSC from its
+ * clocksources and one that lists it run on any x86 host.
+ * scripts/emulate-distrust shows a whole process the same files. */
+struct stance {
+	const char *cmdline_tail, *clocksources;
+	int unstable;
+	const char *why;
+};
+
+static const char *sys_list = "/sys/devices/system/clocksource/clocksource0/available_clocksource";
+
+static void write_text(char *path, const char *text)
+{
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+static size_t stance_child(void *arg, void *out, size_t size)
+{
+	const char **paths = arg; /* cmdline, clocksource list */
+	if (unshare(CLONE_NEWNS) != 0)
+		CHILD_SKIP_BECAUSE("root", "unshare(CLONE_NEWNS): %s", strerror(errno));
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+	    mount(paths[0], "/proc/cmdline", NULL, MS_BIND, NULL) != 0 ||
+	    mount(paths[1], sys_list, NULL, MS_BIND, NULL) != 0)
+		CHILD_SKIP_BECAUSE("root", "bind mounts over /proc/cmdline and %s: %s", sys_list,
+				   strerror(errno));
+	setenv("NANOCLOCK_SHARED", "off", 1); /* the facts read here, not adopted */
+	static struct nc_info in;
+	nc_get_info(&in);
+	return (size_t)snprintf(out, size, "%d|%d|%s|%s", in.kernel.cpuid_tsc,
+				in.kernel.tsc_unstable, in.kernel.tsc_unstable_why,
+				in.kernel.available_clocksources);
+}
+
+#endif
+
+static void test_kernel_stance_from_its_files(void **state)
+{
+	(void)state;
+#if defined(__x86_64__) || defined(__i386__)
+	static char cmd[4096];
+	FILE *f = fopen("/proc/cmdline", "r");
+	assert_non_null(f);
+	if (!fgets(cmd, sizeof(cmd) - 64, f))
+		cmd[0] = 0;
+	fclose(f);
+	cmd[strcspn(cmd, "\n")] = 0;
+	static const struct stance cases[] = {
+		{" tsc=unstable", "tsc kvm-clock hpet acpi_pm ", 1, "boot parameter tsc=unstable"},
+		{"", "kvm-clock hpet acpi_pm ", 1, "tsc is not among the kernel's clocksources"},
+		{"", "tsc kvm-clock ", 0, "tsc is a registered clocksource"},
+		/* words, not substrings */
+		{" notsc=unstable tsc=unstable2", "tsc_early tsc hpet ", 0,
+		 "tsc is a registered clocksource"},
+		{" xtsc=unstable", "tsc_early hpet ", 1, "tsc is not among the kernel's clocksources"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char cpath[] = "/tmp/nc-cmdline-XXXXXX", lpath[] = "/tmp/nc-clocksources-XXXXXX";
+		char text[4200];
+		snprintf(text, sizeof(text), "%s%s\n", cmd, cases[i].cmdline_tail);
+		write_text(cpath, text);
+		snprintf(text, sizeof(text), "%s\n", cases[i].clocksources);
+		write_text(lpath, text);
+		const char *paths[2] = {cpath, lpath};
+		static char got[512];
+		int wst = 0;
+		ssize_t n = in_fresh_process(stance_child, paths, got, sizeof(got) - 1, &wst);
+		unlink(cpath);
+		unlink(lpath);
+		assert_true(WIFEXITED(wst));
+		if (WEXITSTATUS(wst) == 77)
+			skip(); /* the child said why */
+		assert_int_equal(WEXITSTATUS(wst), 0);
+		assert_true(n > 0);
+		print_message("  case %zu: %s\n", i, got);
+		int tsc = 0, unstable = -2;
+		assert_int_equal(sscanf(got, "%d|%d|", &tsc, &unstable), 2);
+		if (tsc != 1)
+			SKIP("machine", "CPUID states no TSC: the kernel's stance is not read");
+		assert_int_equal(unstable, cases[i].unstable);
+		char want[256];
+		snprintf(want, sizeof(want), "|%s|%s", cases[i].why, cases[i].clocksources);
+		want[strlen(want) - 1] = 0; /* the list as read: its last blank dropped */
+		if (!strstr(got, want))
+			print_error("want '%s'\n", want);
+		assert_non_null(strstr(got, want));
+	}
+#else
+	SKIP("machine", "not an x86 machine: no TSC");
+#endif
+}
+
 static void test_cpuinfo_first_block(void **state)
 {
 	(void)state;
@@ -375,6 +477,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rdtscp_needs_the_kernels_word),
 		cmocka_unit_test(test_start_reads_no_kernel_file),
+		cmocka_unit_test(test_kernel_stance_from_its_files),
 		cmocka_unit_test_prestate(test_stated_sources_once, (void *)&no_target),
 		cmocka_unit_test_prestate(test_stated_sources_once, (void *)&with_target),
 		cmocka_unit_test(test_cpuinfo_first_block),

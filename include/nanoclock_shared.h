@@ -5,8 +5,7 @@
  * At its first call a process looks for a record (NANOCLOCK_SHARED=PATH,
  * or the system record that `nanoclock daemon` keeps, then the user's own)
  * and adopts it instead of calibrating when it is owned by root or by the
- * process's effective user, writable by nobody else, for this boot (its
- * boot id, or a tmpfs or ramfs, which every boot begins empty), this
+ * process's effective user, writable by nobody else, for this boot, this
  * counter and this CPU, intact (checksum), as certain as the calibration
  * goal, and a bracket of the counter against CLOCK_MONOTONIC_RAW taken
  * now agrees with it.  Otherwise it calibrates as without a record and

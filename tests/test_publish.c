@@ -19,15 +19,12 @@
 #include "nanoclock.h"
 #include "nanoclock_info.h"
 #include "nanoclock_shared.h"
-#include "internal.h"
 
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -122,28 +119,11 @@ static pid_t writer(int fd, double warm_s, double period_s, double run_s)
 	_exit(0);
 }
 
-/* On a tmpfs where there is one: an adopter there reads no boot id at its
- * start (a record on a file system every boot begins empty is this
- * boot's), so its first write is where it reads it (checked below). */
-static int on_tmpfs;
 static int setup(void **state)
 {
 	(void)state;
-	static const char *const bases[] = {"/dev/shm", "/tmp"};
-	dir[0] = 0;
-	for (int i = 0; i < 2 && !dir[0]; i++) {
-		struct statfs f;
-		if (statfs(bases[i], &f) != 0 || (uint32_t)f.f_type != 0x01021994u)
-			continue;
-		snprintf(dir, sizeof(dir), "%s/nc-publish-XXXXXX", bases[i]);
-		if (!mkdtemp(dir))
-			dir[0] = 0;
-	}
-	on_tmpfs = dir[0] != 0;
-	if (!on_tmpfs)
-		snprintf(dir, sizeof(dir), "/tmp/nc-publish-XXXXXX");
-	if (!on_tmpfs)
-		assert_non_null(mkdtemp(dir));
+	snprintf(dir, sizeof(dir), "/tmp/nc-publish-XXXXXX");
+	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/record", dir);
 	return 0;
 }
@@ -239,20 +219,6 @@ static void test_adopter_writes_what_it_measured(void **state)
 		fail_msg("the record was never adopted in 3 attempts: the case could not be made");
 	assert_int_equal(refused, 1);
 	assert_true(adopters >= 1);
-	/* the record the adopter wrote last names this boot (on a tmpfs it
-	 * read the id only then) */
-	struct nc__shared_rec r;
-	char boot[40] = "";
-	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY);
-	assert_true(fd >= 0 && read(fd, boot, 36) == 36);
-	close(fd);
-	fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-	assert_int_equal(read(fd, &r, sizeof(r)), (ssize_t)sizeof(r));
-	close(fd);
-	print_message("  the adopter's record (%s, %s) names boot %.36s\n", path,
-		      on_tmpfs ? "a tmpfs: no boot id read at its start" : "no tmpfs here", r.boot_id);
-	assert_memory_equal(r.boot_id, boot, 36);
 }
 
 /* Two writers keeping one record, as two daemons on one path: each

@@ -37,7 +37,6 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
-#include <sys/vfs.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -605,6 +604,11 @@ static void test_refuses_other_boot_counter_corrupt(void **state)
 	assert_int_equal(nc__shared_checksum(&r), r.checksum);
 
 	m = r;
+	m.boot_id[0] = m.boot_id[0] == 'a' ? 'b' : 'a';
+	write_rec_file(&m, 1);
+	expect_refused("another boot");
+
+	m = r;
 	snprintf(m.counter, sizeof(m.counter), "nosuch");
 	write_rec_file(&m, 1);
 	expect_refused("for counter nosuch");
@@ -773,117 +777,6 @@ static void test_wrong_rate_left_for_own(void **state)
 		fail_msg("never adopted: the case could not be made");
 	assert_string_equal(src, "measured");
 	assert_true(fabs(err) <= out[2] + r.ppm); /* the reference, the writer's rate, has its own */
-}
-
-/* 1 if the file system at p is one every boot begins empty (tmpfs,
- * ramfs: linux/magic.h's numbers), 0 if not, -1 if p is not there */
-static int fs_ephemeral(const char *p)
-{
-	struct statfs f;
-	if (statfs(p, &f) != 0)
-		return -1;
-	uint32_t t = (uint32_t)f.f_type;
-	return t == 0x01021994u || t == 0x858458f6u;
-}
-
-static char moved_dir[64], moved_path[128]; /* where move_back goes ("": not moved) */
-
-/* dir and path moved to a new directory on a file system of the kind
- * asked (ephemeral: 1 tmpfs or ramfs, 0 one that outlives a boot): 1, or
- * 0 where this machine has none writable; move_back returns */
-static int move_to_fs(int ephemeral)
-{
-	char cwd[64] = ".";
-	if (!getcwd(cwd, sizeof(cwd) - 20))
-		snprintf(cwd, sizeof(cwd), ".");
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	const char *bases[] = {"/tmp", "/var/tmp", "/dev/shm", xdg && strlen(xdg) < 40 ? xdg : "/tmp",
-			       cwd};
-	for (size_t i = 0; i < sizeof(bases) / sizeof(bases[0]); i++) {
-		char d[64];
-		if (fs_ephemeral(bases[i]) != ephemeral ||
-		    snprintf(d, sizeof(d), "%s/nc-shared-XXXXXX", bases[i]) >= (int)sizeof(d) || !mkdtemp(d))
-			continue;
-		memcpy(moved_dir, dir, sizeof(dir));
-		memcpy(moved_path, path, sizeof(path));
-		snprintf(dir, sizeof(dir), "%s", d);
-		snprintf(path, sizeof(path), "%s/record", dir);
-		return 1;
-	}
-	return 0;
-}
-
-static void move_back(void)
-{
-	if (!moved_dir[0])
-		return;
-	fresh();
-	rmdir(dir);
-	memcpy(dir, moved_dir, sizeof(dir));
-	memcpy(path, moved_path, sizeof(path));
-	moved_dir[0] = 0;
-}
-
-/* after a test that moves: back, whether it passed or failed */
-static int moved_teardown(void **state)
-{
-	(void)state;
-	move_back();
-	return 0;
-}
-
-/* The boot id (its file in /proc/sys: ~15 us of a 0.1 ms start) is
- * compared only where a record can outlive a boot: on a tmpfs or ramfs,
- * which every boot begins empty, a record was written during this boot.
- * There a record naming another boot is adopted if it lies on its line,
- * and refused by the line when it does not; anywhere else it is refused
- * for its boot.  Writers name the boot everywhere. */
-static void test_boot_id_where_a_record_outlives_a_boot(void **state)
-{
-	(void)state;
-	if (!hw_counter())
-		SKIP("machine", "no hardware counter with a measured rate: a record has nothing to share");
-	struct nc__shared_rec r, m;
-	char boot[40] = "";
-	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY);
-	assert_true(fd >= 0);
-	assert_true(read(fd, boot, 36) == 36);
-	close(fd);
-
-	if (!move_to_fs(0))
-		SKIP("machine", "no writable directory on a file system that outlives a boot");
-	write_record();
-	read_rec(&r);
-	assert_memory_equal(r.boot_id, boot, 36);
-	m = r;
-	m.boot_id[0] = m.boot_id[0] == 'a' ? 'b' : 'a';
-	write_rec_file(&m, 1);
-	print_message("  %s (a file system that outlives a boot):\n", dir);
-	expect_refused("another boot");
-	move_back();
-
-	if (!move_to_fs(1))
-		SKIP("machine", "no writable tmpfs or ramfs directory (/tmp, /dev/shm, $XDG_RUNTIME_DIR)");
-	write_record();
-	read_rec(&r);
-	assert_memory_equal(r.boot_id, boot, 36);
-	m = r;
-	m.boot_id[0] = m.boot_id[0] == 'a' ? 'b' : 'a';
-	write_rec_file(&m, 1);
-	struct seen s = probe(path);
-	print_message("  %s (tmpfs), another boot's id on this boot's line: %s\n", dir, s.status);
-	if (!s.adopted)
-		fail_msg("a record on a tmpfs, on its line, was refused: %s", s.status);
-	assert_string_equal(s.source, "shared");
-	check_clock(&s);
-	/* another boot's line: the counter's offset from CLOCK_MONOTONIC_RAW
-	 * is not this boot's (a tie 1 ms off, its writing time with it) */
-	m.anchor_ns += 1000000;
-	m.written_raw_ns += 1000000;
-	write_rec_file(&m, 1);
-	print_message("  and off its line by 1 ms:\n");
-	expect_refused("off its line");
-	move_back();
 }
 
 static void test_refuses_truncated_fifo_symlink(void **state)
@@ -1854,7 +1747,6 @@ int main(void)
 		cmocka_unit_test(test_off_and_bad_values),
 		cmocka_unit_test(test_refuses_others_and_writable),
 		cmocka_unit_test(test_refuses_other_boot_counter_corrupt),
-		cmocka_unit_test_teardown(test_boot_id_where_a_record_outlives_a_boot, moved_teardown),
 		cmocka_unit_test(test_refuses_truncated_fifo_symlink),
 		cmocka_unit_test(test_never_replaces_what_is_not_a_record),
 		cmocka_unit_test(test_user_record_per_build),

@@ -20,8 +20,7 @@
  * FIFO cannot block the first call) and O_CLOEXEC, and adopted only if it
  * is a regular file owned by root or by the process's effective user and
  * writable by no one else, exactly one record long, of this format, intact,
- * written during this boot (its boot id; on a tmpfs or ramfs, which every
- * boot begins empty, the file system says so) for this counter on this CPU, no less
+ * written during this boot (boot id) for this counter on this CPU, no less
  * certain than the process's calibration goal, and if a bracket of the
  * counter against CLOCK_MONOTONIC_RAW taken now lies on its line: the
  * rate over the long baseline from the record's tie to now must agree
@@ -50,7 +49,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
-#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -166,9 +164,7 @@ static void cpu_identity(char out[32], const struct nc__cpuid *c)
 			nc__fmt(why, len, __VA_ARGS__); \
 	} while (0)
 
-/* Once: at initialisation, or at the first write of a process that
- * adopted a record from a tmpfs (nc__shared_flush: open, read and close
- * are async-signal-safe, and a refresh only marks the write due). */
+/* Once, at initialisation: a refresh may later run in a signal handler. */
 NC_START static int ids(void) NC_REQUIRES(nc__lib_lock)
 {
 	if (!sh.have_ids) {
@@ -273,24 +269,10 @@ NC_START static const char *implausible(const struct rec *r, int64_t now)
 	return NULL;
 }
 
-/* 1 if the open file lies on a file system that every boot begins empty
- * (tmpfs, ramfs; linux/magic.h's numbers), so that what it holds was
- * written during this boot. */
-NC_START static int on_boot_fs(int fd)
-{
-	struct statfs f;
-	if (fstatfs(fd, &f) != 0)
-		return 0;
-	uint32_t t = (uint32_t)f.f_type;
-	return t == 0x01021994u || t == 0x858458f6u;
-}
-
 /* The file at path, opened without following a link and read if it is a
  * regular file of a record's size, owned by root or this user and
- * writable by no one else: 1 (*this_boot: on a file system that began
- * with this boot), or 0 with why. */
-NC_START static int read_file(const char *path, struct rec *r, int *this_boot, char *why,
-			      size_t len)
+ * writable by no one else: 1, or 0 with why. */
+NC_START static int read_file(const char *path, struct rec *r, char *why, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
@@ -325,7 +307,6 @@ NC_START static int read_file(const char *path, struct rec *r, int *this_boot, c
 		n = -1;
 	} else {
 		memcpy(r, buf, sizeof(*r));
-		*this_boot = on_boot_fs(fd);
 	}
 	close(fd);
 	return n == (ssize_t)sizeof(*r);
@@ -337,8 +318,7 @@ NC_START
 static int load_record(const char *path, const struct nc__config *cfg, struct rec *r, char *why,
 		       size_t len) NC_REQUIRES(nc__lib_lock)
 {
-	int this_boot = 0;
-	if (!read_file(path, r, &this_boot, why, len))
+	if (!read_file(path, r, why, len))
 		return 0;
 	if (memcmp(r->magic, MAGIC, sizeof(MAGIC)) != 0) {
 		nc__fmt(why, len, "refused: not a nanoclock record");
@@ -362,17 +342,11 @@ static int load_record(const char *path, const struct nc__config *cfg, struct re
 		return 0;
 	}
 	r->boot_id[39] = r->counter[15] = r->cpu[31] = r->writer[15] = 0;
-	/* A record from another boot: its boot id tells, where a file can
-	 * outlive a boot.  On a tmpfs or ramfs it cannot (a checkpoint
-	 * restored onto another boot aside, whose record check_line refuses:
-	 * its counter's offset from CLOCK_MONOTONIC_RAW is the other boot's),
-	 * and the id is not read there: its file in /proc/sys cost 15-20 us,
-	 * a sixth of an adopting start. */
-	if (!this_boot && ids() != 0) {
+	if (ids() != 0) {
 		nc__fmt(why, len, "refused: this boot's id is unreadable");
 		return 0;
 	}
-	if (!this_boot && strcmp(sh.boot, r->boot_id) != 0) {
+	if (strcmp(sh.boot, r->boot_id) != 0) {
 		nc__fmt(why, len, "refused: written during another boot");
 		return 0;
 	}

@@ -178,7 +178,7 @@ NC_START void nc__config_read(struct nc__config *c, double app_ppm, double app_m
 	unsigned m = env_present();
 	nc__config_read_from(c, app_ppm, app_ms, from_environ, &m);
 	for (size_t i = 0; i < N_ENV; i++)
-		if ((m >> i & 1) && getenv(env_names[i]) && !secure_getenv(env_names[i])) {
+		if ((m >> i & 1) && !secure_getenv(env_names[i])) { /* set, not seen */
 			size_t l = strlen(c->ignored);
 			snprintf(c->ignored + l, sizeof(c->ignored) - l, "%s%s", l ? ", " : "",
 				 env_names[i]);

@@ -130,7 +130,7 @@ static void decide_rate(int exact, const struct nc__bracket *shared, const struc
 		nc__fmt(why, sizeof(why), "refused: %.150s", init.cfg.hz_why);
 		nc__rate_env_status(why);
 	}
-	if (strstr(init.cfg.ignored, "NANOCLOCK_HZ"))
+	if (init.cfg.hz_ignored)
 		nc__rate_env_status("ignored: the program runs with raised privileges (setuid, setgid "
 				    "or capabilities), so the environment is not trusted");
 }
@@ -176,7 +176,7 @@ static void report(void) NC_REQUIRES(nc__lib_lock)
 		if (o.hz_sources[i].status != NC_SRC_ABSENT)
 			nc__log(NC_LOG_INFO, "stated rate %s %.6f MHz: %s", o.hz_sources[i].name,
 				o.hz_sources[i].hz / 1e6, o.hz_sources[i].reason);
-	if (init.cfg.hz_set || strstr(init.cfg.ignored, "NANOCLOCK_HZ"))
+	if (init.cfg.hz_set || init.cfg.hz_ignored)
 		nc__log(o.hz_env_status[0] == 'u' ? NC_LOG_INFO : NC_LOG_WARN, "NANOCLOCK_HZ=%s %s",
 			init.cfg.hz_text, o.hz_env_status);
 	if (init.cfg.ignored[0])

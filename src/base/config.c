@@ -182,6 +182,7 @@ NC_START void nc__config_read(struct nc__config *c, double app_ppm, double app_m
 			size_t l = strlen(c->ignored);
 			snprintf(c->ignored + l, sizeof(c->ignored) - l, "%s%s", l ? ", " : "",
 				 env_names[i]);
+			c->hz_ignored |= strcmp(env_names[i], "NANOCLOCK_HZ") == 0;
 		}
 }
 

@@ -43,6 +43,7 @@ struct nc__config {
 				    unknown (default 1024) */
 	char ignored[160];       /* variables set but ignored: the program runs with
 				    raised privileges (secure_getenv) */
+	int hz_ignored;          /* NANOCLOCK_HZ itself among them (not a name it begins) */
 };
 /* User text fit for a one-line reason: at most 40 bytes, control and
  * non-ASCII bytes as '?', "..." when cut.  Returns out. */

@@ -39,6 +39,7 @@
 #include <nanoclock_sync.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -48,7 +49,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#if defined(__linux__) && (defined(__x86_64__) || defined(__i386__))
+#include <sys/prctl.h>
+#endif
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/timex.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -486,10 +492,11 @@ struct cold {
 	double touch_us; /* a first touch of a page in that process (touch_cost_us) */
 };
 
-/* Runs `nanoclock bench --init-once` and reads its line. */
+/* Runs `nanoclock bench MODE` (--init-once, --floor-once) and reads its
+ * line. */
 static char cold_why[160];
 
-static int run_cold(struct cold *out)
+static int run_cold_as(struct cold *out, char *mode)
 {
 	int fd[2];
 	if (pipe(fd) != 0)
@@ -498,7 +505,7 @@ static int run_cold(struct cold *out)
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
 	posix_spawn_file_actions_addclose(&fa, fd[0]);
-	char *argv[] = {"nanoclock", "bench", "--init-once", NULL};
+	char *argv[] = {"nanoclock", "bench", mode, NULL};
 	pid_t pid;
 	int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
@@ -525,6 +532,8 @@ static int run_cold(struct cold *out)
 			 st, buf);
 	return -1;
 }
+
+static int run_cold(struct cold *out) { return run_cold_as(out, "--init-once"); }
 
 /* NC_BENCH_START_AT (CLOCK_REALTIME, ns since the epoch): the cold
  * processes a script started one after another wait for the same moment
@@ -585,6 +594,57 @@ static int init_once(void)
 	double touch = touch_cost_us();
 	printf("%.4f %.6f %.6g %d %s %ld %.2f\n", (double)(b - a) / 1e6, nc_ticks_per_second(),
 	       nc_ticks_per_second_uncertainty_ppm(), rc, strchr(src, ' ') ? "other" : src,
+	       (long)(u1.ru_minflt - u0.ru_minflt + u1.ru_majflt - u0.ru_majflt), touch);
+	return 0;
+}
+
+/* The floor of a shared start on this machine: in a cold process that
+ * never calls the library, the system calls every shared start makes, as
+ * it makes them (through libc, in this order): the record's open, fstat,
+ * pread and close (NANOCLOCK_SHARED's path), the boot id's open, read and
+ * close, prctl(PR_GET_TSC) on x86, and the Unix tie's two adjtimex.  No
+ * state is written and no code of the library's is run: what is left of
+ * a start above this is the library's own work and first touches.  One
+ * line, as --init-once's (its rate fields 0, its source "floor"). */
+static int floor_once(void)
+{
+	const char *rec = getenv("NANOCLOCK_SHARED");
+	struct rusage u0, u1;
+	char buf[1024], id[40];
+	struct stat st;
+	struct timex tx;
+	memset(buf, 0, sizeof(buf));
+	memset(&st, 0, sizeof(st));
+	memset(&tx, 0, sizeof(tx)); /* the library's are on a written stack too */
+	(void)raw_ns();
+	getrusage(RUSAGE_SELF, &u0);
+	getrusage(RUSAGE_SELF, &u0);
+	int64_t a = raw_ns();
+	int fd = rec && rec[0] == '/' ? open(rec, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+	ssize_t n = -1;
+	if (fd >= 0) {
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+			n = pread(fd, buf, sizeof(buf), 0);
+		close(fd);
+	}
+	fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t m = fd >= 0 ? read(fd, id, sizeof(id) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+#if defined(__linux__) && (defined(__x86_64__) || defined(__i386__)) && defined(PR_GET_TSC)
+	int mode = 0;
+	(void)prctl(PR_GET_TSC, &mode, 0, 0, 0);
+#endif
+	tx.modes = ADJ_OFFSET_SS_READ;
+	int s1 = adjtimex(&tx);
+	memset(&tx, 0, sizeof(tx));
+	int s2 = adjtimex(&tx);
+	int64_t b = raw_ns();
+	getrusage(RUSAGE_SELF, &u1);
+	double touch = touch_cost_us();
+	/* a floor that did not read what a start reads is no floor */
+	int ok = n > 0 && m >= 32 && s1 >= 0 && s2 >= 0;
+	printf("%.4f 0 0 %d floor %ld %.2f\n", (double)(b - a) / 1e6, ok ? 0 : 1,
 	       (long)(u1.ru_minflt - u0.ru_minflt + u1.ru_majflt - u0.ru_majflt), touch);
 	return 0;
 }
@@ -679,6 +739,41 @@ static void summary(const char *what, struct cold *c, int k, double ref, double 
 	       within);
 }
 
+/* The shared start against its floor (floor_once), medians over the runs:
+ * how much of it the machine's system calls take whatever the library
+ * does, and what is the library's own. */
+static void floor_summary(struct cold *fl, int kf, int runs, const struct cold *sh, int ks,
+			  double *ms)
+{
+	if (kf == 0) {
+		printf("floor:    not measured (%s)\n",
+		       cold_why[0] ? cold_why : "no record, or its system calls failed");
+		return;
+	}
+	for (int i = 0; i < kf; i++)
+		ms[i] = fl[i].init_ms;
+	double f = median(ms, kf), lo = ms[0], hi = ms[kf - 1];
+	for (int i = 0; i < kf; i++)
+		ms[i] = (double)fl[i].faults;
+	double ff = median(ms, kf);
+	printf("floor:    a shared start's system calls alone, in a cold process without the "
+	       "library (the record's open, fstat, pread, close; the boot id's open, read, close;"
+#if defined(__x86_64__) || defined(__i386__)
+	       " prctl;"
+#endif
+	       " two adjtimex): median %.3f ms (min %.3f, max %.3f), page faults median %.0f; "
+	       "%d of %d runs\n",
+	       f, lo, hi, ff, kf, runs);
+	if (ks == 0)
+		return;
+	for (int i = 0; i < ks; i++)
+		ms[i] = sh[i].init_ms;
+	double s = median(ms, ks);
+	printf("floor:    the shared start is %.2fx its floor: %.3f ms above it are the library's "
+	       "own work and first touches%s\n",
+	       s / f, s - f, f > 0.1 ? "; the floor alone is above the 0.1 ms target here" : "");
+}
+
 /* A line a run: each cold process's init time and rate against the
  * reference, unshared and shared */
 static void print_init_runs(const struct cold *c, int k, const struct cold *sh, int ks, int runs,
@@ -714,15 +809,17 @@ static void print_init_runs(const struct cold *c, int k, const struct cold *sh, 
 static int bench_init(int runs, double idle_s)
 {
 	struct cold *c = calloc((size_t)runs, sizeof(*c)), *sh = calloc((size_t)runs, sizeof(*sh));
+	struct cold *fl = calloc((size_t)runs, sizeof(*fl));
 	double *ms = calloc((size_t)runs, sizeof(double));
 	/* where the records users' processes find are: a tmpfs (/run/nanoclock,
 	 * /dev/shm, $XDG_RUNTIME_DIR), not the disk (/tmp on an AMD EPYC KVM
 	 * guest: ext4, where the shared start's median was 0.122 ms against
 	 * 0.114 on /dev/shm, one run of 21 each) */
 	char dir[] = "/dev/shm/nanoclock-bench-XXXXXX", rec[64] = "";
-	if (!c || !sh || !ms) {
+	if (!c || !sh || !fl || !ms) {
 		free(c);
 		free(sh);
+		free(fl);
 		free(ms);
 		return 1;
 	}
@@ -739,7 +836,7 @@ static int bench_init(int runs, double idle_s)
 	nc_init();
 	struct pair a, b;
 	take_pair(&a);
-	int k = 0, ks = 0;
+	int k = 0, ks = 0, kf = 0;
 	char why[192] = "";
 	int wrote = 0;
 	for (int i = 0; i < runs; i++) {
@@ -756,6 +853,13 @@ static int bench_init(int runs, double idle_s)
 		setenv("NANOCLOCK_SHARED", have_dir ? rec : "off", 1);
 		if (run_cold(&sh[ks]) == 0)
 			ks++;
+		/* the floor: the same record's system calls, without the library */
+		if (have_dir) {
+			if (idle_s > 0)
+				sleep_s(idle_s);
+			if (run_cold_as(&fl[kf], "--floor-once") == 0 && fl[kf].status == 0)
+				kf++;
+		}
 	}
 	unsetenv("NANOCLOCK_SHARED");
 	if (k < runs || idle_s < 2.5)
@@ -781,6 +885,7 @@ static int bench_init(int runs, double idle_s)
 	printf("\n");
 	summary("unshared:", c, k, ref, ref_ppm, ms, 0.5);
 	summary("shared:", sh, ks, ref, ref_ppm, ms, 0.1);
+	floor_summary(fl, kf, runs, sh, ks, ms);
 	if (have_dir) {
 		char p[96];
 		unlink(rec);
@@ -790,6 +895,7 @@ static int bench_init(int runs, double idle_s)
 	}
 	free(c);
 	free(sh);
+	free(fl);
 	free(ms);
 	return k == runs && ks == runs ? 0 : 1;
 }
@@ -1115,6 +1221,7 @@ int nc_bench_run(const struct nc_bench_opts *o)
 {
 	switch (o->sub) {
 	case NC_BENCH_INIT_ONCE: return init_once();
+	case NC_BENCH_FLOOR_ONCE: return floor_once();
 	case NC_BENCH_SYNC: return bench_sync((int)o->runs);
 	case NC_BENCH_INIT: return bench_init((int)o->runs, o->idle);
 	case NC_BENCH_UNIX: return bench_unix(o->seconds, o->step);

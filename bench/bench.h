@@ -46,6 +46,7 @@ struct nc_costs {
 enum nc_bench_sub {
 	NC_BENCH_DEFAULT,
 	NC_BENCH_INIT_ONCE, /* hidden: one cold init, for `bench` and `bench init` */
+	NC_BENCH_FLOOR_ONCE, /* hidden: a shared start's system calls alone, for `bench init` */
 	NC_BENCH_INIT,
 	NC_BENCH_UNIX,
 	NC_BENCH_SYNC,

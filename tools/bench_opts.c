@@ -68,6 +68,8 @@ int nc_parse_bench(int argc, char *const *argv, struct nc_bench_opts *o, char *w
 		const char *a = argv[i], *v;
 		if (!strcmp(a, "--init-once") && sub == NC_BENCH_DEFAULT) {
 			o->sub = NC_BENCH_INIT_ONCE;
+		} else if (!strcmp(a, "--floor-once") && sub == NC_BENCH_DEFAULT) {
+			o->sub = NC_BENCH_FLOOR_ONCE;
 		} else if (!strcmp(a, "--quick") && (sub == NC_BENCH_DEFAULT || sub == NC_BENCH_TRACE)) {
 			o->quick = 1;
 		} else if (!strcmp(a, "--plot") && sub == NC_BENCH_DEFAULT) {
@@ -117,8 +119,10 @@ int nc_parse_bench(int argc, char *const *argv, struct nc_bench_opts *o, char *w
 	}
 	if (o->plot_dir && !seconds_set)
 		o->seconds = o->quick ? 2 : 30; /* the plot's default run */
-	if (o->sub == NC_BENCH_INIT_ONCE && (o->quick || o->plot_dir)) {
-		snprintf(why, whylen, "--init-once takes no other option");
+	if ((o->sub == NC_BENCH_INIT_ONCE || o->sub == NC_BENCH_FLOOR_ONCE) &&
+	    (o->quick || o->plot_dir)) {
+		snprintf(why, whylen, "%s takes no other option",
+			 o->sub == NC_BENCH_INIT_ONCE ? "--init-once" : "--floor-once");
 		return -1;
 	}
 	return 0;

@@ -942,9 +942,11 @@ int main(int argc, char **argv)
 	if (o.cmd == NC_CMD_DAEMON) /* it sets NANOCLOCK_SHARED before nc_init */
 		return nc_daemon_main(&o.daemon);
 	/* the cold-start child of `bench` reports its own status on stdout;
-	 * `bench init` chooses its own record before it initialises */
+	 * `bench init` chooses its own record before it initialises; its
+	 * floor child never initialises */
 	int init_rc = o.cmd == NC_CMD_BENCH &&
-			      (o.bench.sub == NC_BENCH_INIT_ONCE || o.bench.sub == NC_BENCH_INIT)
+			      (o.bench.sub == NC_BENCH_INIT_ONCE || o.bench.sub == NC_BENCH_INIT ||
+			       o.bench.sub == NC_BENCH_FLOOR_ONCE)
 			      ? 0
 			      : nc_init();
 	int rc = 0;

@@ -82,7 +82,8 @@ static struct {
 				the next tie; also read without the lock (atomic) */
 	int64_t tie_real;    /* CLOCK_REALTIME at the latest tie's tie_tick ... */
 	double tie_rate;     /* ... and the rate followed from it, ns per tick */
-} wall NC_GUARDED_BY(nc__lib_lock) = {.period_ns = 1e9};
+} wall NC_GUARDED_BY(nc__lib_lock); /* zero: in .bss, not a page of .data a start
+					  copies on its first write (period set there) */
 
 enum { WHY_FIRST, WHY_PERIOD, WHY_SET };
 
@@ -435,8 +436,7 @@ const struct nc__timeline nc__wall_timeline = {
 
 NC_START void nc__wall_start(double period_ms)
 {
-	if (period_ms > 0)
-		wall.period_ns = period_ms * 1e6;
+	wall.period_ns = (period_ms > 0 ? period_ms : 1000) * 1e6;
 	wall_update(NULL, nc__counter_read(), WHY_FIRST);
 }
 

@@ -213,6 +213,31 @@ else
 	fail=$((fail + 1))
 	echo "FAIL: nanoclock bench --floor-once: exit $st/$st2, printed '$(head -c 200 "$tmp/out")' / '$(head -c 200 "$tmp/out2")', stderr '$(head -c 200 "$tmp/err")'"
 fi
+# ... and its system calls are a shared start's: the names of the calls
+# `bench --init-once` makes inside nc_init() when it adopts a record (between
+# its second and third getrusage) are those `bench --floor-once` makes
+# between the same marks, in the same order (a call the start gains or
+# loses must be mirrored in the floor, or bench init misstates it)
+floor_calls() { # OUT MODE: the call names between the marks, one a line
+	NANOCLOCK_SHARED=$tmp/floor-rec strace -f -qq -o "$tmp/strace" "$TOOL" bench "$2" >"$tmp/line" 2>/dev/null &&
+		awk -F'(' '{ sub(/^[0-9]+ +/, "", $1); n = $1 }
+		n == "getrusage" { g++; next } g == 2 { print n }' "$tmp/strace" >"$1"
+}
+if [ -n "$RUN" ]; then
+	echo "SKIP[emulator]: the floor's system calls against a start's: strace would trace the emulator"
+elif ! command -v strace >/dev/null 2>&1; then
+	echo "SKIP[machine]: the floor's system calls against a start's: no strace (make check installs it)"
+else
+	NANOCLOCK_CALIB_PPM=1 NANOCLOCK_SHARED=$tmp/floor-rec "$TOOL" bench --init-once >/dev/null 2>&1
+	if floor_calls "$tmp/calls.start" --init-once && awk '$5 == "shared" { ok = 1 } END { exit !ok }' "$tmp/line" &&
+	    floor_calls "$tmp/calls.floor" --floor-once && [ -s "$tmp/calls.start" ] &&
+	    cmp -s "$tmp/calls.start" "$tmp/calls.floor"; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "FAIL: bench --floor-once's system calls are not a shared start's (start: $(tr '\n' ' ' <"$tmp/calls.start" 2>/dev/null); floor: $(tr '\n' ' ' <"$tmp/calls.floor" 2>/dev/null); start's line: $(cat "$tmp/line" 2>/dev/null))"
+	fi
+fi
 # a path that is not UTF-8 (a path may hold any byte) keeps info --json JSON
 bad_path="/tmp/nc-$(printf '\377')-$(printf '\303\251')"
 if NANOCLOCK_SHARED=$bad_path $RUN "$TOOL" info --json 2>"$tmp/err" |

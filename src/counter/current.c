@@ -88,8 +88,10 @@ NC_START void nc__counter_next(const char *why)
 	__atomic_store_n(&current.ctr, current.sel.use, __ATOMIC_RELEASE);
 }
 
-/* Appends to a NUL-terminated buffer, truncating. */
-__attribute__((format(printf, 3, 4))) static void append(char *buf, size_t size, const char *fmt,
+/* Appends to a NUL-terminated buffer, truncating.  A start runs it where
+ * the kernel distrusts the TSC (kernel_notes): check-start-layout named it
+ * on such a host. */
+NC_START __attribute__((format(printf, 3, 4))) static void append(char *buf, size_t size, const char *fmt,
 							 ...)
 {
 	size_t l = strlen(buf);

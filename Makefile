@@ -272,7 +272,8 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 		else fail=$$((fail+1)); echo "FAILED: scripts/check-doc-samples"; fi; \
 	fi; \
 	echo "== tests/test_cli.sh"; \
-	if logrun test_cli.sh env RUN="$(RUN)" ./tests/test_cli.sh ./$(TOOL); then pass=$$((pass+1)); \
+	if logrun test_cli.sh env RUN="$(RUN)" NC_TEST_SANITIZE="$(SANITIZE)" NC_TEST_MODE="$(MODE)" \
+	    ./tests/test_cli.sh ./$(TOOL); then pass=$$((pass+1)); \
 	else fail=$$((fail+1)); echo "FAILED: tests/test_cli.sh"; fi; \
 	if [ -z "$(RUN)" ]; then \
 		echo "== tests/test_daemon.sh"; \

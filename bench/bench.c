@@ -765,7 +765,8 @@ static void floor_summary(struct cold *fl, int kf, int runs, const struct cold *
 		ms[i] = (double)fl[i].faults;
 	double ff = median(ms, kf);
 	printf("floor:    a shared start's system calls alone, in a cold process without the "
-	       "library (the record's open, fstat, pread, close; the boot id's open, read, close;"
+	       "library (the lock's getpid; the record's open, fstat, pread, close; the boot id's "
+	       "open, read, close;"
 #if defined(__x86_64__) || defined(__i386__)
 	       " prctl;"
 #endif

@@ -2,7 +2,10 @@
 # nanoclock — GNU Make build.
 #   make            library (static + shared) and the nanoclock tool
 #   make run        build, then run `nanoclock info`
-#   make check      install test dependencies if missing, build and run all tests
+#   make check      install the core tests' dependencies if missing, build and run
+#                   the tests; never changes the machine's clock
+#   make check-destructive  the tests that step and slew the clock (root, and
+#                   NANOCLOCK_TEST_DESTRUCTIVE=1; the clock's state put back after)
 #   make check SANITIZE=address,undefined | SANITIZE=thread
 #   make check MODE=debug   internal consistency checks compiled in
 #   make bench      build, then run `nanoclock bench`
@@ -137,7 +140,7 @@ STATIC := $(B)/libnanoclock.a
 SHARED := $(B)/libnanoclock.so.$(VERSION)
 TOOL := $(B)/nanoclock
 
-.PHONY: all run check bench install uninstall clean examples deps tests check-cross check-inline \
+.PHONY: all run check check-destructive bench install uninstall clean examples deps tests check-cross check-inline \
 	check-symbols check-version man man-tree check-man-fresh print-version print-soversion fuzz-trace \
 	check-hygiene check-valgrind check-matrix fuzz fuzz-run
 all: $(STATIC) $(SHARED) $(TOOL) man-tree
@@ -253,7 +256,7 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 		if ./scripts/check-bind-now $(B) "$(BIND_NOW)" "$(LDFLAGS)"; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if ./scripts/check-layers $(B); then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if ./tests/test_install_deps.sh; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
-		if ./scripts/check-man-fresh; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+		if logrun check-man-fresh ./scripts/check-man-fresh; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if ./scripts/check-guarantees; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	fi; \
 	if [ -z "$(SANITIZE)" ]; then \
@@ -298,6 +301,17 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 	NC_TEST_RUN="$(RUN)" NC_TEST_SANITIZE="$(SANITIZE)" ./scripts/test-summary $$logs || \
 		fail=$$((fail+1)); \
 	test $$fail -eq 0
+
+# The cases that step and slew the machine's clock (tests/destructive.h):
+# refused without NANOCLOCK_TEST_DESTRUCTIVE=1; the kernel's clock state
+# saved first and put back after (scripts/check-destructive).
+$(B)/tests/clockwatch: tests/clockwatch.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< -lm
+check-destructive:
+	@[ "$$NANOCLOCK_TEST_DESTRUCTIVE" = 1 ] || { NANOCLOCK_TEST_DESTRUCTIVE= ./scripts/check-destructive $(B); exit 2; }
+	$(MAKE) $(B)/tests/test_real_clock $(B)/tests/test_utc $(B)/tests/clockwatch
+	RUN="$(RUN)" ./scripts/check-destructive $(B)
 
 # Cross-build for arm64, ppc64le, riscv64 and i686 and run every test under
 # qemu-user (installs toolchains, qemu and the targets' cmocka as needed).

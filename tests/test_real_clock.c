@@ -1,17 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /* The promises on the real kernel, while the system clock is disturbed as
- * NTP, chrony, an administrator or a user's environment disturb it:
- *   - the kernel's frequency changed with adjtimex (ADJ_FREQUENCY): the
- *     bound nc_get_unix_status states holds at every sample;
+ * NTP, chrony, an administrator or a user's environment disturb it.
+ * `make check` (the clock left alone):
  *   - NANOCLOCK_HZ states a rate 50 ppm off the counter's: nc_now_ns keeps
  *     CLOCK_MONOTONIC_RAW's rate;
  *   - NANOCLOCK_HZ_FORCE=1 with a rate 2000 ppm off: kept, and nc_now_ns
- *     still on CLOCK_MONOTONIC_RAW;
+ *     still on CLOCK_MONOTONIC_RAW.
+ * `make check-destructive` (--destructive, tests/destructive.h; root):
+ *   - the kernel's frequency changed with adjtimex (ADJ_FREQUENCY): the
+ *     bound nc_get_unix_status states holds at every sample;
  *   - the gettimeofday counter while the system clock is set back:
- *     nc_now_ns never decreases.
- * Changing the kernel's clock needs CAP_SYS_TIME: those cases are skipped
- * without it.  Whatever a case does, the parent puts the clock back (the
- * frequency as it was, a step undone). */
+ *     nc_now_ns never decreases;
+ *   - a real clock_settime followed by the upkeep thread.
+ * Whatever a destructive case does, the parent puts the clock back (the
+ * frequency as it was, a step undone), and the script the kernel's whole
+ * NTP state. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +22,7 @@
 #include <cmocka.h>
 
 #include "clocklock.h"
+#include "destructive.h"
 #include "skip.h"
 
 #include "nanoclock.h"
@@ -73,6 +77,9 @@ static int take_turn(void)
 	return fd;
 }
 
+/* 1 in the destructive run: only there does a case write the clock */
+static int destructive;
+
 static int in_child(void (*fn)(void), const char *env_name, const char *env_value,
 		    const char *env2_name, const char *env2_value)
 {
@@ -82,7 +89,7 @@ static int in_child(void (*fn)(void), const char *env_name, const char *env_valu
 		 * are far apart; the code under test is the same natively */
 		SKIP("emulator", "the real kernel's clock is tested natively");
 	}
-	int turn = take_turn();
+	int turn = destructive ? take_turn() : -1;
 	struct timex saved;
 	memset(&saved, 0, sizeof(saved));
 	adjtimex(&saved);
@@ -104,9 +111,9 @@ static int in_child(void (*fn)(void), const char *env_name, const char *env_valu
 	tx.modes = ADJ_FREQUENCY | ADJ_TICK;
 	tx.freq = saved.freq;
 	tx.tick = saved.tick;
-	if (adjtimex(&tx) < 0 && errno != EPERM)
+	if (destructive && adjtimex(&tx) < 0 && errno != EPERM)
 		fprintf(stderr, "could not restore the kernel's frequency: %s\n", strerror(errno));
-	if (*stepped_ns != 0) {
+	if (destructive && *stepped_ns != 0) {
 		struct timespec ts;
 		int64_t r = clk(CLOCK_REALTIME) - *stepped_ns;
 		ts.tv_sec = r / 1000000000;
@@ -415,25 +422,33 @@ static void test_gettimeofday_steps(void **state)
 	assert_int_equal(in_child(gtod_case, "NANOCLOCK_COUNTER", "gettimeofday", NULL, NULL), 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	destructive = destructive_mode(argc, argv);
+	if (destructive < 0)
+		return 2;
+	stepped_ns = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (stepped_ns == MAP_FAILED)
+		return 1;
+	if (!destructive) {
+		const struct CMUnitTest tests[] = {
+			cmocka_unit_test(test_stated_rate),
+			cmocka_unit_test(test_forced_rate),
+		};
+		return cmocka_run_group_tests(tests, NULL, NULL);
+	}
 	/* it changes the kernel's clock: no other suite's test takes
 	 * CLOCK_REALTIME for the truth meanwhile (held to the end) */
 	if (can_set_time())
 		clock_lock(1);
-	stepped_ns = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (stepped_ns == MAP_FAILED)
-		return 1;
 	static double p10 = 10, m100 = -100, p500 = 500, m500 = -500;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_prestate(test_kernel_freq, &p10),
 		cmocka_unit_test_prestate(test_kernel_freq, &m100),
 		cmocka_unit_test_prestate(test_kernel_freq, &p500),
 		cmocka_unit_test_prestate(test_kernel_freq, &m500),
-		cmocka_unit_test(test_stated_rate),
-		cmocka_unit_test(test_forced_rate),
 		cmocka_unit_test(test_gettimeofday_steps),
 		cmocka_unit_test(test_upkeep_follows_settime),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests_name("test_real_clock --destructive", tests, NULL, NULL);
 }

@@ -13,8 +13,9 @@
  *     truth; silent, it turns free-running then unknown, its interval
  *     never narrowing; a spoofed or malformed reply keeps the last good
  *     figures, widening; commit-wait and the order of two stamps;
- *   - the real kernel's NTP state set to timesyncd's pattern (root;
- *     restored after);
+ *   - the real kernel's NTP state set to timesyncd's pattern, and slewing
+ *     (root; restored after; `make check-destructive` only: --destructive,
+ *     tests/destructive.h);
  *   - a real chronyd pair from the Debian package on loopback, the client
  *     told (offset) that the clock is 50 ms slow: every interval holds the
  *     injected truth. */
@@ -32,6 +33,7 @@
 #include "skip.h"
 #include "run.h"
 #include "clocklock.h"
+#include "destructive.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -2225,8 +2227,6 @@ static const struct child_case cases[] = {
 	{"fake_bad_start_local", case_fake_bad_start, "6", NULL, NULL},
 	{"chrony_absent", case_chrony_absent, NULL, NULL, NULL},
 	{"off", case_off, NULL, NULL, NULL},
-	{"kernel_timesyncd", case_kernel_timesyncd, NULL, NULL, NULL},
-	{"kernel_slewing", case_kernel_slewing, NULL, NULL, NULL},
 	{"real_chronyd", case_real_chronyd, NULL, NULL, NULL},
 	{"clockbound_good_v2", case_clockbound_good, "2", NULL, NULL},
 	{"clockbound_good_v1", case_clockbound_good, "1", NULL, NULL},
@@ -2256,9 +2256,28 @@ static const struct child_case cases[] = {
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
+/* They set the kernel's NTP state: `make check-destructive` only */
+static const struct child_case destructive_cases[] = {
+	{"kernel_timesyncd", case_kernel_timesyncd, NULL, NULL, NULL},
+	{"kernel_slewing", case_kernel_slewing, NULL, NULL, NULL},
+};
+#define NDCASES ((int)(sizeof(destructive_cases) / sizeof(destructive_cases[0])))
+
 int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
+	int d = destructive_mode(argc, argv);
+	if (d < 0)
+		return 2;
+	if (d) {
+		/* --destructive [--case NAME | --list-cases] */
+		int rc = child_main(argc - 1, argv + 1, destructive_cases, NDCASES);
+		if (rc >= 0)
+			return rc;
+		struct CMUnitTest tests[NDCASES];
+		child_tests(tests, destructive_cases, NDCASES);
+		return cmocka_run_group_tests_name("test_utc --destructive", tests, NULL, NULL);
+	}
 	int rc = child_main(argc, argv, cases, NCASES);
 	if (rc >= 0)
 		return rc;

@@ -32,9 +32,9 @@
 #   - without the plugin the clock is LTTng's own ("monotonic", uuid = the
 #     boot id): what the checks above would see if the plugin did nothing.
 # usage: tests/test_lttng.sh [BUILD_DIR [TOOL]]     (make check runs it)
-# Installs LTTng (scripts/install-test-deps lttng) if missing, unless
-# NC_SKIP_DEPS is set; skips (exit 0, saying why, as the project's tests
-# skip) where it is still missing, or where root's session daemon is
+# Runs where LTTng is installed (CI installs it: scripts/install-test-deps
+# lttng; make check does not); skips (exit 0, a SKIP[machine] line that
+# scripts/test-summary counts) where it is missing, or where root's session daemon is
 # already running and no mount namespace can hide it.
 # Never leaves a daemon behind: every daemon it starts is stopped on exit.
 set -u
@@ -88,9 +88,6 @@ have_lttng() {
 }
 
 if [ -z "${NC_LTTNG_NS:-}" ]; then
-	# (NC_SKIP_DEPS: a package build, which installs nothing itself)
-	have_lttng || [ -n "${NC_SKIP_DEPS:-}" ] || ./scripts/install-test-deps lttng >/dev/null ||
-		echo "$me: could not install LTTng (liblttng-ust-dev lttng-tools babeltrace2)"
 	# a cross build run natively (check-cross's i686): the program is the
 	# target's, the session daemon this machine's, and Debian's lttng-tools
 	# ships a consumer daemon for its own architecture only (not
@@ -105,6 +102,8 @@ if [ -z "${NC_LTTNG_NS:-}" ]; then
 			"daemon has a consumer for $native programs only (Debian's lttng-tools is one" \
 			"architecture's); the plugin is tested in the native build"
 	fi
+	# not installed by make check (45 packages for one test): CI installs
+	# them (scripts/install-test-deps lttng)
 	have_lttng || skip "LTTng-UST, lttng-tools or babeltrace2 is not installed (scripts/install-test-deps lttng)"
 	# A root session daemon lives in /run/lttng and its apps' wait page in
 	# /dev/shm, whatever LTTNG_HOME says: run in a mount namespace of our

@@ -23,8 +23,9 @@
 #   - a full disk (root: a 16 KB tmpfs in a mount namespace of its own)
 #     names the path and the reason (No space left on device), and an
 #     earlier export there stays.
-# Root-only parts (another user, device nodes, the full disk) say SKIP
-# when they cannot run.
+# Root-only parts (another user, device nodes, the full disk) and the
+# drawing (gnuplot, not installed by make check) say SKIP[root] or
+# SKIP[machine] when they cannot run: scripts/test-summary counts them.
 #   tests/test_outputs.sh path/to/nanoclock      (make check runs it)
 set -u
 TOOL=${1:?usage: tests/test_outputs.sh path/to/nanoclock}
@@ -34,7 +35,9 @@ fail=0
 skip=0
 ok() { pass=$((pass + 1)); echo "ok: $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-skipped() { skip=$((skip + 1)); echo "SKIP: $*"; }
+# skipped KIND reason: a line scripts/test-summary counts and judges
+# (tests/skip.h's kinds)
+skipped() { skip=$((skip + 1)) k=$1; shift; echo "SKIP[$k]: tests/test_outputs.sh: $*"; }
 
 w=$(mktemp -d "${TMPDIR:-/tmp}/nc-outputs-XXXXXX")
 trap 'rm -rf "$w"' EXIT
@@ -51,7 +54,7 @@ if [ "$(id -u)" = 0 ]; then
 	users="root nobody"
 else
 	users=$me
-	skipped "not root: only as $me; another user's files, device nodes, the nobody runs and the full disk not tested"
+	skipped root "not root: only as $me; another user's files, device nodes, the nobody runs and the full disk not tested"
 fi
 other_of() { [ "$1" = root ] && echo nobody || echo root; }
 # as USER COMMAND...: run as that user (nobody: no groups, group nogroup)
@@ -253,7 +256,7 @@ for U in $users; do
 				ok "$U: -o $t (a terminal)" || bad "$U: -o $t: status $st, $(head -c 300 "$w/out")"
 		done
 	else
-		skipped "$U: -o a terminal: no script(1)"
+		skipped machine "$U: -o a terminal: no script(1) (util-linux)"
 	fi
 
 	# ---- -o DIR (CTF) ----
@@ -296,7 +299,7 @@ if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null 2>&1; then
 		[ "$(wc -l <"$w/err.csv")" -eq 1 ] && grep -q "$w/full/out.csv.*No space left on device" "$w/err.csv"; then
 		ok "full disk, csv: status 1, $(cat "$w/err.csv"); the earlier export kept, nothing left beside it"
 	elif grep -q '^nomount' "$w/full.out"; then
-		skipped "full disk: could not mount a tmpfs: $(head -c 200 "$w/full.out")"
+		skipped machine "full disk: could not mount a tmpfs: $(head -c 200 "$w/full.out")"
 	else
 		bad "full disk, csv: $(cat "$w/full.out" "$w/err.csv" 2>&1 | head -c 600)"
 	fi
@@ -307,7 +310,7 @@ if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null 2>&1; then
 			bad "full disk, ctf: $(cat "$w/full.out" "$w/err.ctf" 2>&1 | head -c 600)"
 	fi
 else
-	skipped "full disk: needs root and unshare (a tmpfs of 16 KB in a mount namespace): not tested"
+	skipped root "full disk: needs root and unshare (a tmpfs of 16 KB in a mount namespace): not tested"
 fi
 
 # ---- bench --plot DIR ----
@@ -318,7 +321,6 @@ plot() { # USER DIR: the plot command (short) as USER
 make_plotdir() { # PATH OWNER: an earlier plot's directory
 	as "$2" sh -c 'mkdir -m 755 "$1" && printf "%s\n" "$2" >"$1/plot.gp" && : >"$1/cost.dat"' sh "$1" "$gp_line"
 }
-command -v gnuplot >/dev/null 2>&1 || ./scripts/install-test-deps gnuplot-nox >/dev/null 2>&1
 for U in $users; do
 	O=$(other_of "$U")
 	d=$pub/$U
@@ -359,7 +361,7 @@ for U in $users; do
 		refused "$U" "--plot an earlier plot with another user's offset.png" "another user" "$p/offset.png" "$T" bench --plot "$p" --quick --seconds 0.1
 	fi
 	if ! command -v gnuplot >/dev/null 2>&1; then
-		skipped "$U: --plot drawing: no gnuplot (apt-get install gnuplot-nox)"
+		skipped machine "$U: --plot drawing: no gnuplot (apt-get install gnuplot-nox)"
 		continue
 	fi
 	p=$d/plots/a

@@ -1010,8 +1010,12 @@ static void never_replaced_in(const char *d)
 	for (int k = 0; k < K_N; k++) {
 		int sock = -1;
 		if (!make_kind(k, d, p, &sock)) {
-			print_message("  %s: not made here (%s)\n", kind_name[k],
-				      geteuid() ? "not root" : "cannot");
+			if (geteuid())
+				nc_skip_note("root", "never replaced: %s at the record's path needs root "
+					     "to make", kind_name[k]);
+			else
+				nc_skip_note("machine", "never replaced: %s cannot be made here",
+					     kind_name[k]);
 			remove_kind(d, p, sock);
 			continue;
 		}
@@ -1072,7 +1076,8 @@ static void test_never_replaces_what_is_not_a_record(void **state)
 	never_replaced_in(d);
 	rmdir(d);
 	if (geteuid() != 0) {
-		print_message("  (not root: the ordinary user's case is the run above)\n");
+		nc_skip_note("root", "never replaced: an ordinary user in a sticky directory "
+			     "everyone may write needs root to make (this user's own run is above)");
 		return;
 	}
 	/* an ordinary user in a sticky directory everyone may write */

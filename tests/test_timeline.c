@@ -637,8 +637,96 @@ static void child_held_read(const char *arg)
 	CHECK(v >= last && past > 300 && held > 200 && worst <= 0.004);
 }
 
+/* The held read of Unix time while the counter's rate drops by more than
+ * the 1/256 a refresh may follow at once (src/clock/line.c): a fresh
+ * wall epoch at the old rate; the counter then runs 2% faster (a
+ * migration) and nc_now_ns's refreshes measure the new rate before the
+ * wall epoch ends, nobody reading Unix time meanwhile; readers past the
+ * epoch's end, the lock taken, are handed the old end plus the time past
+ * it at the old slope less 1/256.  The refresh after them, at the new
+ * rate (and slewing back what the line ran ahead), must start no lower
+ * than what they were handed (the slope clamped): Unix time never goes
+ * back, the system clock being left alone. */
+static void child_held_unix_rate_drop(const char *arg)
+{
+	(void)arg;
+	begin();
+	live(3e9, 10e6, 1e9);
+	CHECK(nc_unix_retie() == 0);
+	struct nc__epoch e;
+	uint64_t kind;
+	nc__line_read(&nc_impl_g.wall, &e, &kind);
+	long double L_T = w.T + ((long double)(e.t0 + e.span) - world_ctr()) / w.ctr_rate;
+	double hz0 = nc_ticks_per_second();
+	world_ctr_rate(w.ctr_rate * 1.02);
+	/* nc_now_ns only, until the measured rate moved by more than the clamp */
+	for (int i = 0; i < 1000 && nc_ticks_per_second() / hz0 - 1 < 1.0 / 256; i++) {
+		w.T += 1e6;
+		(void)nc_now_ns();
+	}
+	nc__line_read(&nc_impl_g.wall, &e, &kind);
+	L_T = w.T + ((long double)(e.t0 + e.span) - world_ctr()) / w.ctr_rate;
+	fprintf(stderr, "  wall slope %.6f ns/tick; the epoch ends in %.3f ms\n",
+		(double)e.mi + (double)e.mf * 0x1p-64, (double)(L_T - w.T) / 1e6);
+	double hz1 = nc_ticks_per_second();
+	fprintf(stderr, "  rate %.6g -> %.6g Hz before the wall epoch's end\n", hz0, hz1);
+	CHECK(hz1 / hz0 - 1 > 1.0 / 256); /* the premise: the rate moved by more than the clamp */
+	w.T = L_T - 10000.0L;
+	int64_t last = nc_unix_ns();
+	nc__lock();
+	int past = 0;
+	for (int i = 0; i < 90; i++) { /* 0.9 ms in steps of 10 us: inside the horizon */
+		w.T += 10000;
+		int64_t u = nc_unix_ns();
+		CHECK(u >= last);
+		last = u;
+		past++;
+	}
+	nc__unlock();
+	int64_t worst = 0;
+	for (int i = 0; i < 2000; i++) { /* the refresh (inside the horizon), then 2 s of reads */
+		w.T += i < 10 ? 10000 : 1e6;
+		int64_t u = nc_unix_ns();
+		if (last - u > worst)
+			worst = last - u;
+		if (u > last)
+			last = u;
+	}
+	fprintf(stderr, "  %d held Unix reads past the end: Unix time then went back by at most "
+		"%lld ns\n", past, (long long)worst);
+	CHECK(worst == 0);
+}
+
+/* nc_get_unix_status states the larger of its error model and a look at
+ * CLOCK_REALTIME now; the look hides the model's own terms, so the model
+ * is checked alone: the kernel's frequency moved by +500 ppm (adjtimex
+ * states it) half a second after a tie, nobody reading: the line is then
+ * off CLOCK_REALTIME by ~250 us, and the model must say at least that. */
+static void child_model_kernel_rate(const char *arg)
+{
+	double ppm = atof(arg);
+	begin();
+	live(3e9, 10e6, 1e9);
+	CHECK(nc_unix_retie() == 0);
+	world_real_rate(1 + ppm * 1e-6);
+	w.T += 0.5e9L;
+	int64_t err = nc_unix_ns() - world_real();
+	struct nc__kclock k;
+	nc__lock();
+	int have = nc__ref.kclock(&k) == 0;
+	double model = nc__wall_model_ns(&k, have);
+	nc__unlock();
+	fprintf(stderr, "  kernel frequency %+.0f ppm, 0.5 s after the tie: off %+lld ns, the model "
+		"alone states %.0f ns\n", ppm, (long long)err, model);
+	CHECK(have && fabs((double)err) > 0.5e9 * fabs(ppm) * 1e-6 * 0.9);
+	CHECK(model >= fabs((double)err) - 2 * w.cost_ns);
+}
+
 static const struct child_case cases[] = {
 	{"held_read_bound", child_held_read, NULL, "world", NULL},
+	{"held_unix_rate_drop", child_held_unix_rate_drop, NULL, "world", NULL},
+	{"model_kernel_rate_plus_500", child_model_kernel_rate, "500", "world", NULL},
+	{"model_kernel_rate_minus_100", child_model_kernel_rate, "-100", "world", NULL},
 	{"undisturbed", child_undisturbed, NULL, "world", NULL},
 	{"steps", child_steps, NULL, "world", NULL},
 	{"set_notice", child_set_notice, NULL, "world", NULL},

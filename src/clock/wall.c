@@ -476,26 +476,24 @@ void nc__wall_tie(struct nc__wall_tie *t)
 	t->k = wall.k;
 }
 
-void nc__wall_status(struct nc_unix_status *st, struct nc__kclock *k, int *have_k)
+/* The error model alone: what the tie, the correction left and the
+ * rates say the line may be off CLOCK_REALTIME by now, given the kernel's
+ * state k (nc__wall_status adds a look at the clock to it) */
+double nc__wall_model_ns(const struct nc__kclock *k, int have_k)
 {
 	NC_LOCK_HELD();
-	*have_k = nc__ref.kclock(k) == 0;
 	double age_s = (double)(nc__mono_raw_ns() - wall.tie_raw) / 1e9;
 	/* the kernel's rate moved since the tie (by what adjtimex states, and
 	 * by what its PLL or an adjtime() may): the line follows from its next
 	 * epoch; until then it drifts by that much */
 	double moved_ppm = 0;
-	if (*have_k && wall.have_k)
+	if (have_k && wall.have_k)
 		moved_ppm = fabs(nc__kclock_rate_ppm(k) - nc__kclock_rate_ppm(&wall.k));
-	moved_ppm += kernel_slew_ppm(k, *have_k);
-	st->tie_halfwidth_ns = wall.hw_ns;
-	st->tie_age_s = age_s;
+	moved_ppm += kernel_slew_ppm(k, have_k);
 	/* where the published line is now against where CLOCK_REALTIME is by
 	 * the tie and the rate followed: the correction left at the tie as the
 	 * line's actual slope has slewed it since (a slope clamped for readers
-	 * already past the epoch's end can overshoot |left|: a reading of the
-	 * code, not a measurement; the misses test_threads saw were reads past
-	 * their epoch's end, counted apart since) */
+	 * already past the epoch's end can overshoot |left|) */
 	double off_now = fabs(wall.err_ns);
 	if (wall.have && wall.tie_rate > 0) {
 		struct nc__epoch e;
@@ -508,7 +506,16 @@ void nc__wall_status(struct nc_unix_status *st, struct nc__kclock *k, int *have_
 		if (fabs(pred) > off_now)
 			off_now = fabs(pred);
 	}
-	double model = wall.hw_ns + off_now + age_s * (wall.rate_ppm + moved_ppm) * 1e3;
+	return wall.hw_ns + off_now + age_s * (wall.rate_ppm + moved_ppm) * 1e3;
+}
+
+void nc__wall_status(struct nc_unix_status *st, struct nc__kclock *k, int *have_k)
+{
+	NC_LOCK_HELD();
+	*have_k = nc__ref.kclock(k) == 0;
+	st->tie_halfwidth_ns = wall.hw_ns;
+	st->tie_age_s = (double)(nc__mono_raw_ns() - wall.tie_raw) / 1e9;
+	double model = nc__wall_model_ns(k, *have_k);
 	/* The model cannot see what it was not told: a kernel frequency that
 	 * moved and came back between two looks (chrony slewing an offset
 	 * out), a clock the kernel slewed harder than it said.  So look: the

@@ -20,6 +20,10 @@ NC_HIDDEN void nc__wall_retie(void) NC_REQUIRES(nc__lib_lock);
  * changed). */
 NC_HIDDEN void nc__wall_status(struct nc_unix_status *st, struct nc__kclock *k, int *have_k)
 	NC_REQUIRES(nc__lib_lock);
+/* Its error model alone, for the kernel's state k: the bound without the
+ * look at CLOCK_REALTIME that nc__wall_status adds (tested on its own) */
+NC_HIDDEN double nc__wall_model_ns(const struct nc__kclock *k, int have_k)
+	NC_REQUIRES(nc__lib_lock);
 /* readable without the lock */
 NC_HIDDEN uint32_t nc__wall_steps(void);
 

@@ -571,6 +571,134 @@ static void test_hostile_paths(void **state)
 	free(w2);
 }
 
+/* ---- several machines' traces: the concurrency marks ---- */
+
+/* A ClockBound segment (PROTOCOL.md, version 2, native byte order) stating
+ * bound_ns, valid for an hour from now, as the UTC source of a demo. */
+static void cb_segment(const char *path, int64_t bound_ns)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* clockbound-d's clock */
+	int64_t t[4] = {ts.tv_sec, ts.tv_nsec, ts.tv_sec + 3600, ts.tv_nsec};
+	unsigned char p[80] = {0};
+	uint32_t w[3] = {0x414d5a4eu, 0x43420200u, 80}; /* magic, size */
+	uint16_t v[2] = {2, 2};                          /* version, generation */
+	uint64_t marker = 0;
+	uint32_t drift_ppb = 15000;
+	int32_t status = 1; /* synchronised */
+	memcpy(p, w, 12);
+	memcpy(p + 12, v, 4);
+	memcpy(p + 16, t, 32);
+	memcpy(p + 48, &bound_ns, 8);
+	memcpy(p + 56, &marker, 8);
+	memcpy(p + 64, &drift_ppb, 4);
+	memcpy(p + 68, &status, 4);
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(p, 1, sizeof(p), f), sizeof(p));
+	assert_int_equal(fclose(f), 0);
+}
+
+/* The host name in a trace: the clock-domain record's payload at 176,
+ * after the file header (24) and the record header (8). */
+static void set_host(const char *path, const char *name)
+{
+	char host[64] = {0};
+	snprintf(host, sizeof(host), "%s", name);
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, host, sizeof(host), 24 + 8 + 176), (ssize_t)sizeof(host));
+	close(fd);
+}
+
+/* Intervals of different widths on one machine: A's first file under a
+ * 100 s bound, its second and B's file under 100 us, B recorded 50 ms after
+ * A's second.  B's events overlap A's wide intervals only, which start
+ * long before A's narrow ones: the interval of A that starts last before a
+ * B event ends is narrow and over by then, so only a running maximum of
+ * A's ends (tools/export.c) finds the overlap.  The CSV's marks are
+ * compared with the rule computed here by brute force over its intervals:
+ * an event is concurrent iff some event of the other machine has an
+ * interval overlapping its own (both ends inclusive). */
+static void test_export_concurrent_widths(void **state)
+{
+	(void)state;
+	char *seg = tmp_path("cbseg"), *f[3];
+	static const int64_t bound_ns[3] = {100000000000, 100000, 100000};
+	static const int machine[3] = {0, 0, 1}; /* file -> machine */
+	for (int i = 0; i < 3; i++) {
+		f[i] = tmp_path("widths");
+		if (i == 2)
+			usleep(50000); /* B's intervals clear of A's narrow ones */
+		cb_segment(seg, bound_ns[i]);
+		assert_int_equal(run("NANOCLOCK_UTC_SOURCE=clockbound:%s %s trace demo %s --threads 1 "
+				     "--items 100", seg, tool, f[i]), 0);
+		set_host(f[i], machine[i] ? "machine-b" : "machine-a");
+	}
+	assert_int_equal(run("%s trace export --format csv %s %s %s", tool, f[0], f[1], f[2]), 0);
+	char *o = contents(out_path, NULL);
+	enum { MAX = 3 * 5 * 100 };
+	static int64_t E[MAX], L[MAX];
+	static int host[MAX], conc[MAX];
+	int n = 0;
+	char *save, *line = strtok_r(o, "\n", &save);
+	assert_non_null(line);
+	assert_non_null(strstr(line, ",utc_earliest_ns,utc_latest_ns,utc_status,concurrent"));
+	while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+		/* the file first, the UTC columns last (names may hold commas) */
+		char *fl[32];
+		int nf = 0;
+		for (char *q = line, *s; nf < 32 && (s = strsep(&q, ",")); )
+			fl[nf++] = s;
+		if (nf < 17 || n == MAX || strcmp(fl[nf - 2], "synchronised"))
+			fail_msg("CSV row %d: %d fields, status %s", n + 1, nf, nf ? fl[nf - 2] : "");
+		unsigned file = (unsigned)strtoul(fl[0], NULL, 10);
+		assert_true(file < 3);
+		host[n] = machine[file];
+		E[n] = strtoll(fl[nf - 4], NULL, 10);
+		L[n] = strtoll(fl[nf - 3], NULL, 10);
+		conc[n] = atoi(fl[nf - 1]);
+		assert_true(E[n] <= L[n]);
+		n++;
+	}
+	free(o);
+	assert_int_equal(n, MAX);
+	/* the rule, by brute force; and the events it marks only through an
+	 * interval of the other machine that starts before the one starting
+	 * last at or before the event's end (the case that needs the running
+	 * maximum: the previous interval alone does not overlap) */
+	int marked = 0, deep = 0, wrong = 0;
+	for (int i = 0; i < n; i++) {
+		int want = 0;
+		int64_t last = INT64_MIN; /* the latest start of the other's, <= L[i] */
+		for (int j = 0; j < n; j++) {
+			if (host[j] == host[i])
+				continue;
+			want |= E[j] <= L[i] && E[i] <= L[j];
+			if (E[j] <= L[i] && E[j] > last)
+				last = E[j];
+		}
+		int prev_overlaps = 0;
+		for (int j = 0; j < n; j++)
+			prev_overlaps |= host[j] != host[i] && E[j] == last && L[j] >= E[i];
+		marked += want;
+		deep += want && !prev_overlaps;
+		if (want != conc[i] && wrong++ < 5)
+			print_message("  event %d (machine %d, [%lld, %lld]) marked %d, should be %d\n", i,
+				      host[i], (long long)E[i], (long long)L[i], conc[i], want);
+	}
+	print_message("  %d events of two machines, %d concurrent, %d of them only through an "
+		      "earlier wider interval; %d marked wrong\n", n, marked, deep, wrong);
+	assert_int_equal(wrong, 0);
+	assert_true(deep > 0 && marked < n);
+	for (int i = 0; i < 3; i++) {
+		unlink(f[i]);
+		free(f[i]);
+	}
+	unlink(seg);
+	free(seg);
+}
+
 /* ---- the output's last step (tools/out_file.c) ---- */
 static int csv_ours(const unsigned char *h, size_t n)
 {
@@ -786,6 +914,7 @@ int main(void)
 		cmocka_unit_test(test_demo_stats_export),
 		cmocka_unit_test(test_example),
 		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_export_concurrent_widths),
 		cmocka_unit_test(test_usage),
 		cmocka_unit_test(test_hostile_paths),
 		cmocka_unit_test(test_output_races),

@@ -1111,6 +1111,128 @@ static void case_clockbound_torn(const char *arg)
 	unlink(cb_path);
 }
 
+/* The same promise made deterministic: the test reads the segment for the
+ * library (nc__utc_clockbound_test_read) and, once armed, splits a copy
+ * of it at the bound: the header, generation and times of the version
+ * there, then a whole new version written in place (generation bumped),
+ * then the bound, drift and status of the new one.  A reader that did not
+ * load the generation again after its copy would take that mix.  The two
+ * versions differ in every field the interval is made of (bound, drift,
+ * as-of ten seconds apart): what the library publishes must be one of them
+ * whole, or a refusal; a tear at the start, then one at a refresh. */
+static struct cbseg tear_seg, tear_next; /* the segment now; what the tear writes */
+static int tear_armed, tears;
+
+static ssize_t tearing_read(int fd, void *buf, size_t n, off_t off)
+{
+	if (!tear_armed || off != 0 || n <= 48)
+		return pread(fd, buf, n, off);
+	tear_armed = 0;
+	ssize_t head = pread(fd, buf, 48, 0);
+	tear_next.generation = tear_seg.generation;
+	cb_write(&tear_next);
+	tear_seg = tear_next;
+	ssize_t tail = pread(fd, (unsigned char *)buf + 48, n - 48, 48);
+	tears++;
+	return head == 48 && tail >= 0 ? 48 + tail : -1;
+}
+
+/* the figures the library publishes are v's, whole: its bound, drift and
+ * as-of, and the interval no wider than they make it */
+static int tear_is(const struct nc_utc_status *s, const struct cbseg *v)
+{
+	double age = (double)(coarse_ns() - v->as_of_ns) / 1e9;
+	double allowed = (double)v->bound_ns + s->tie_ns + s->drift_ppm * s->age_s * 1e3 + 3;
+	return s->source_bound_ns == (double)v->bound_ns && s->drift_ppm == v->drift_ppb / 1e3 &&
+	       fabs(s->age_s - age) < 4 && s->half_width_ns >= (double)v->bound_ns &&
+	       s->half_width_ns <= allowed;
+}
+
+/* one of the two versions whole, or no bound: which ("old", "new",
+ * "refused"); a mix fails the case with its figures */
+static const char *tear_check(const char *when, const struct cbseg *old, const struct cbseg *now)
+{
+	struct nc_utc_status s;
+	struct nc_utc u;
+	CHECK(nc_get_utc_status(&s) == 0);
+	int64_t a = real_ns();
+	int st = nc_utc_now(&u);
+	int64_t b = real_ns();
+	if (s.status != NC_UTC_SYNCHRONISED && s.status != NC_UTC_FREE_RUNNING) {
+		CHECK(s.half_width_ns < 0 && st != NC_UTC_SYNCHRONISED);
+		return "refused";
+	}
+	/* the truth: REALTIME + 0.5 ms, inside both versions' bounds */
+	if (st == NC_UTC_SYNCHRONISED || st == NC_UTC_FREE_RUNNING)
+		check_holds(&u, a, b, 500000);
+	if (tear_is(&s, old))
+		return "old";
+	if (tear_is(&s, now))
+		return "new";
+	fprintf(stderr, "case: %s: a torn read was used: bound %.0f us, drift %.0f ppm, as of %.1f s "
+		"ago, half width %.0f us (the old version: %.0f us, %.0f ppm, %.1f s ago; the new: "
+		"%.0f us, %.0f ppm, %.1f s ago)\n", when, s.source_bound_ns / 1e3, s.drift_ppm, s.age_s,
+		s.half_width_ns / 1e3, (double)old->bound_ns / 1e3, old->drift_ppb / 1e3,
+		(double)(coarse_ns() - old->as_of_ns) / 1e9, (double)now->bound_ns / 1e3,
+		now->drift_ppb / 1e3, (double)(coarse_ns() - now->as_of_ns) / 1e9);
+	_exit(1);
+}
+
+static void case_clockbound_torn_interposed(const char *arg)
+{
+	(void)arg;
+	/* ten seconds old, 5 ms, 10 ppm; fresh, 1 ms, 50 ppm */
+	struct cbseg aged = cb_good(5000000), fresh = cb_good(1000000);
+	aged.as_of_ns -= 10000000000;
+	aged.drift_ppb = 10000;
+	fresh.drift_ppb = 50000;
+	fresh.void_ns -= 30000000000;
+	tear_seg = aged;
+	cb_make(&tear_seg);
+	/* a long period: no refresh reads the segment again between a tear
+	 * and the look at what it published */
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", "500", 1);
+	nc__lock();
+	nc__utc_clockbound_test_read(tearing_read);
+	nc__unlock();
+	/* at the start: the aged version's times, the fresh one's bound */
+	tear_next = fresh;
+	tear_armed = 1;
+	(void)nc_utc_start();
+	CHECK(tears == 1);
+	const char *first = tear_check("at the start", &aged, &fresh);
+	/* at a refresh: the fresh version's times, the aged one's bound
+	 * (looked at as soon as that refresh is seen, a period before the next) */
+	struct cbseg was = tear_seg;
+	tear_next = aged;
+	tear_next.as_of_ns = coarse_ns() - 10000000000;
+	tear_next.void_ns = tear_next.as_of_ns + 60000000000;
+	nc__lock();
+	tear_armed = 1;
+	nc__unlock();
+	const char *second = NULL;
+	for (int64_t t0 = real_ns(); real_ns() - t0 < 10000000000;) {
+		struct nc_utc_status s;
+		nc_get_utc_status(&s);
+		nc__lock();
+		int done = tears == 2;
+		nc__unlock();
+		if (done) {
+			second = tear_check("at a refresh", &was, &tear_next);
+			break;
+		}
+		usleep(1000);
+	}
+	CHECK(second != NULL);
+	nc__lock();
+	nc__utc_clockbound_test_read(NULL);
+	nc__unlock();
+	fprintf(stderr, "case: a new version written between a read's two loads of the generation: "
+		"at the start the library published %s, at a refresh %s; never a mix\n",
+		first, second);
+	unlink(cb_path);
+}
+
 /* a good segment that turns bad: void, then disrupted (a VM moved): no
  * stale interval, disrupted at the next refresh */
 static void case_clockbound_turns_bad(const char *arg)
@@ -2239,6 +2361,7 @@ static const struct child_case cases[] = {
 	{"clockbound_stuck_odd", case_clockbound_bad, "6", NULL, NULL},
 	{"clockbound_range", case_clockbound_bad, "7", NULL, NULL},
 	{"clockbound_torn", case_clockbound_torn, NULL, NULL, NULL},
+	{"clockbound_torn_interposed", case_clockbound_torn_interposed, NULL, NULL, NULL},
 	{"clockbound_turns_bad", case_clockbound_turns_bad, NULL, NULL, NULL},
 	{"clockbound_daemon", case_clockbound_daemon, NULL, NULL, NULL},
 	{"fd_reused_chrony", case_fd_reused, "chrony", NULL, NULL},

@@ -70,11 +70,25 @@ static int64_t ts_ns(const unsigned char *p)
 	return s * 1000000000 + ns;
 }
 
+/* How the segment is read: pread, or a test's stand-in that writes a new
+ * version between a read's two loads of the generation (a tear made on
+ * purpose, not by chance).  Only the source's ask calls it (the start, a
+ * refresh), never nc_utc_now's inline read: the indirect call costs
+ * nothing beside the system call. */
+typedef ssize_t (*cb_read_fn)(int fd, void *buf, size_t n, off_t off);
+static cb_read_fn cb_read NC_GUARDED_BY(nc__lib_lock) = pread;
+
+void nc__utc_clockbound_test_read(ssize_t (*fn)(int fd, void *buf, size_t n, off_t off))
+{
+	cb_read = fn ? fn : pread;
+}
+
 /* The fields of a whole version of the segment in fd (len bytes): 0, or
  * -1 with why.  Read with pread, not a mapping: clockbound-d truncates the
  * file when it starts (a mapped read past the end would raise SIGBUS in
  * the host program). */
 static int read_fields(int fd, size_t len, struct cb_fields *f, char *why, size_t wlen)
+	NC_REQUIRES(nc__lib_lock)
 {
 	unsigned char c[CB_SIZE_V2];
 	memset(c, 0, sizeof(c));
@@ -86,7 +100,7 @@ static int read_fields(int fd, size_t len, struct cb_fields *f, char *why, size_
 		size_t n = len < sizeof(c) ? len : sizeof(c);
 		/* the generation (bytes 14-15) is copied before the fields after
 		 * it; read again after them: equal and even, the copy is whole */
-		ssize_t got = pread(fd, c, n, 0);
+		ssize_t got = cb_read(fd, c, n, 0);
 		uint16_t g0, g1;
 		if (got < 16) {
 			nc__fmt(why, wlen, "the ClockBound segment is %zd bytes long: refused", got);
@@ -95,7 +109,7 @@ static int read_fields(int fd, size_t len, struct cb_fields *f, char *why, size_
 		memcpy(&g0, c + 14, 2);
 		if (g0 & 1)
 			continue;
-		if (pread(fd, &g1, 2, 14) != 2)
+		if (cb_read(fd, &g1, 2, 14) != 2)
 			continue;
 		if (g0 == g1) {
 			len = (size_t)got;

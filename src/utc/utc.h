@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 /* What a source knows at one moment. */
 struct nc__utc_fix {
@@ -126,6 +127,10 @@ NC_HIDDEN int nc__utc_vmclock_marker(const char *path, uint64_t *marker, uint64_
 /* Tests: the VMClock page a ClockBound segment's disruption marker is
  * compared with (NULL: /dev/vmclock0; nc__lib_lock held). */
 NC_HIDDEN void nc__utc_clockbound_test_vmclock(const char *path) NC_REQUIRES(nc__lib_lock);
+/* Tests: what reads the ClockBound segment instead of pread (NULL: pread
+ * again), to put a writer between a read's loads (nc__lib_lock held). */
+NC_HIDDEN void nc__utc_clockbound_test_read(ssize_t (*fn)(int fd, void *buf, size_t n, off_t off))
+	NC_REQUIRES(nc__lib_lock);
 /* Pure (tests feed it recorded adjtimex results): what adjtimex says,
  * written by w, as a fix (q_tick, as_of_ns left for the caller). */
 NC_HIDDEN void nc__utc_adjtimex_decode(const struct nc__kclock *k, enum nc__kwriter w,

@@ -33,6 +33,7 @@
 #include "skip.h"
 #include "run.h"
 #include "clocklock.h"
+#include "clockstep.h"
 #include "destructive.h"
 
 #include <arpa/inet.h>
@@ -254,6 +255,8 @@ static void case_chrony_decode(const char *arg)
 		{"another request", -1}, {"version", -1}, {"refused the request", -1},
 		{"not a tracking report", -1}, {"not a reply", -1}, {"not synchronised", 0},
 		{"local stratum", 0}, {"future", -1}, {"out of range", -1},
+		{"future", -1},       /* 1.5 s ahead, beyond the reply's bound */
+		{"a bound of 0", -1},
 	};
 	for (int i = 0; i < (int)(sizeof(bad) / sizeof(bad[0])); i++) {
 		struct figures b = good_figures();
@@ -267,6 +270,10 @@ static void case_chrony_decode(const char *arg)
 			b.ref_ns = now + 5000000000;
 		if (i == 8)
 			b.disp = 100;
+		if (i == 9)
+			b.ref_ns = now + 1500000000;
+		if (i == 10)
+			b.corr = 0, b.delay = 0, b.disp = 0;
 		make_reply(p, i == 0 ? 78 : seq, &b);
 		if (i == 1)
 			p[0] = 5;
@@ -283,12 +290,14 @@ static void case_chrony_decode(const char *arg)
 }
 
 /* ---- a chronyd of the test's own ---- */
-enum { GOOD, SILENT, WRONG_SEQ, WRONG_VERSION, FUTURE, UNSYNC, LOCAL, NARROW_STALE };
+enum { GOOD, SILENT, WRONG_SEQ, WRONG_VERSION, FUTURE, UNSYNC, LOCAL, NARROW_STALE, REFUSED,
+       ZERO_BOUND, OLD, NEAR_FUTURE };
 static struct {
 	int fd, port;
 	int mode;
 	struct figures g;
 	int answered;
+	int bad_sent; /* replies sent in a mode other than GOOD */
 } fake;
 
 static void *fake_chronyd(void *arg)
@@ -320,13 +329,24 @@ static void *fake_chronyd(void *arg)
 			g.corr = 0, g.delay = 0, g.disp = 1e-9;
 			seq ^= 1;
 		}
+		if (mode == ZERO_BOUND)
+			g.corr = 0, g.delay = 0, g.disp = 0;
+		if (mode == OLD) /* 29 days old, and a bound of 1 us */
+			g.ref_ns = real_ns() - (int64_t)29 * 86400 * 1000000000, g.corr = 0, g.delay = 0,
+			g.disp = 1e-6;
+		if (mode == NEAR_FUTURE) /* 1.5 s ahead: beyond the reply's bound (12.6 ms) */
+			g.ref_ns = real_ns() + 1500000000;
 		make_reply(out, mode == WRONG_SEQ ? seq + 1 : seq, &g);
 		if (mode == WRONG_VERSION) {
 			out[0] = 5;
 			put32(out + 28 + 68, enc_float(1e-9));
 		}
+		if (mode == REFUSED)
+			put16(out + 8, 2); /* "not allowed from here" */
 		sendto(fake.fd, out, 104, 0, (struct sockaddr *)&from, fl);
 		__atomic_add_fetch(&fake.answered, 1, __ATOMIC_RELAXED);
+		if (mode != GOOD)
+			__atomic_add_fetch(&fake.bad_sent, 1, __ATOMIC_RELEASE);
 	}
 	return NULL;
 }
@@ -584,6 +604,64 @@ static void case_fake_turns_bad(const char *arg)
 	fprintf(stderr, "case: mode %d after good figures: %s, +-%.0f ns (was %.0f); %s\n", mode,
 		nc_utc_status_name(s.status), s.half_width_ns, hw0, s.why);
 	CHECK(s.status == NC_UTC_FREE_RUNNING && free_running > 0 && s.why[0]);
+}
+
+/* A reply to this request that must be refused (chronyd refusing it,
+ * another protocol version, a reference time in the future beyond the
+ * reply's own bound, a bound of 0, figures 29 days old with a bound of
+ * 1 us) is an answer all the same: the first period's refresh after it was
+ * sent takes it, and from then on the status is free-running from the last
+ * good figures, never synchronised on figures the source no longer
+ * stands by (the freshness allowance, four periods, is for a source that
+ * does not answer).  Counted in refreshes, not time: a refresh that
+ * followed a set of the clock (a time daemon's) asks nothing, and a
+ * sample spanning one is not counted. */
+static void case_fake_refused(const char *arg)
+{
+	int mode = atoi(arg);
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", "100", 1);
+	start_fake(GOOD);
+	CHECK(nc_utc_start() == 0);
+	struct nc_utc u;
+	for (int i = 0; i < 100; i++) {
+		CHECK(nc_utc_now(&u) == NC_UTC_SYNCHRONISED);
+		usleep(2000);
+	}
+	int64_t shift = truth_shift();
+	int base = __atomic_load_n(&fake.bad_sent, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&fake.mode, mode, __ATOMIC_RELEASE);
+	int armed = 0, free_at = -1;
+	uint32_t r0 = 0, s0 = 0;
+	struct nc_unix_status us;
+	for (int64_t t0 = real_ns(); real_ns() - t0 < 3000000000 && free_at < 0;) {
+		int64_t a = real_ns();
+		int st = nc_utc_now(&u);
+		int64_t b = real_ns();
+		CHECK(nc_get_unix_status(&us) == 0);
+		if (st == NC_UTC_SYNCHRONISED || st == NC_UTC_FREE_RUNNING)
+			check_holds(&u, a, b, shift);
+		if (!armed && __atomic_load_n(&fake.bad_sent, __ATOMIC_ACQUIRE) > base) {
+			armed = 1; /* a refused reply is in the socket from here */
+			r0 = us.refreshes, s0 = us.steps;
+		} else if (armed && us.refreshes - r0 >= 2 + (us.steps - s0)) {
+			/* at least one period's refresh since: it took the reply */
+			if (st != NC_UTC_FREE_RUNNING) {
+				struct nc_utc_status s;
+				nc_get_utc_status(&s);
+				fprintf(stderr, "case: mode %d: %s %u refreshes after a refused reply "
+					"was sent: %s\n", mode, nc_utc_status_name(st), us.refreshes - r0,
+					s.why);
+				_exit(1);
+			}
+			free_at = (int)(us.refreshes - r0);
+		}
+		usleep(1000);
+	}
+	struct nc_utc_status s;
+	nc_get_utc_status(&s);
+	fprintf(stderr, "case: mode %d: free-running %d refreshes after the refused reply was sent: "
+		"%s\n", mode, free_at, s.why);
+	CHECK(free_at >= 0 && s.why[0]);
 }
 
 /* a bad chronyd from the start: unknown, with the reason */
@@ -1467,6 +1545,12 @@ static void vm_make(const struct vmpage *g)
 	vm_encode(b, g);
 	memcpy((void *)(uintptr_t)vm_map, b, 112);
 	__atomic_store_n((uint32_t *)(uintptr_t)(vm_map + 12), g->seq, __ATOMIC_RELEASE);
+	/* read by the library as a device's page: mapped, a move seen by the
+	 * very next read (a file at the path is read at each refresh: the
+	 * vmclock_file_* cases) */
+	nc__lock();
+	nc__utc_vmclock_test_page(vm_map);
+	nc__unlock();
 }
 
 /* as the hypervisor: sequence odd, the fields, sequence even */
@@ -1878,12 +1962,23 @@ static void case_real_chronyd(const char *arg)
 	int ok = s.status == NC_UTC_SYNCHRONISED;
 	/* every interval holds REALTIME + 50 ms, for 3 s */
 	int64_t inject = 50000000;
-	long n = 0, bad = 0;
+	long n = 0, bad = 0, unjudged = 0;
 	double widest = 0;
+	/* the server's clock is this machine's: a step of it by another
+	 * process steps the truth too, which the line follows within a
+	 * refresh period (100 ms) */
+	struct clockstep cs = {0};
+	const int64_t lag = 100000000 + 20000000; /* the period, and the read that ties */
 	while (ok && real_ns() - t0 < 60000000000 && n < 3000) {
+		int calm = clockstep_calm(&cs, lag);
 		int64_t a = real_ns();
 		int st = nc_utc_now(&u);
 		int64_t b = real_ns();
+		if (!clockstep_calm(&cs, lag) || !calm) {
+			unjudged++;
+			usleep(1000);
+			continue;
+		}
 		n++;
 		if (st != NC_UTC_SYNCHRONISED || u.earliest_ns > b + inject || u.latest_ns < a + inject) {
 			bad++;
@@ -1903,7 +1998,8 @@ static void case_real_chronyd(const char *arg)
 	}
 	nc_get_utc_status(&s);
 	fprintf(stderr, "case: %ld reads, %ld not holding REALTIME + 50 ms; half width up to %.3f ms "
-		"(chronyd's bound %.3f ms)\n", n, bad, widest / 1e6, s.source_bound_ns / 1e6);
+		"(chronyd's bound %.3f ms); %ld reads near %ld steps by another process not judged\n",
+		n, bad, widest / 1e6, s.source_bound_ns / 1e6, unjudged, cs.steps);
 	/* chronyd stopped: free-running, growing, then unknown past 3 s */
 	int seen_free = 0, unknown = 0;
 	if (ok) {
@@ -1912,6 +2008,7 @@ static void case_real_chronyd(const char *arg)
 		client = 0;
 		int64_t t1 = real_ns();
 		while (real_ns() - t1 < 10000000000) {
+			int calm = clockstep_calm(&cs, lag);
 			int64_t a = real_ns();
 			int st = nc_utc_now(&u);
 			int64_t b = real_ns();
@@ -1920,7 +2017,8 @@ static void case_real_chronyd(const char *arg)
 				break;
 			}
 			seen_free += st == NC_UTC_FREE_RUNNING;
-			if (u.earliest_ns > b + inject || u.latest_ns < a + inject)
+			if (calm && clockstep_calm(&cs, lag) &&
+			    (u.earliest_ns > b + inject || u.latest_ns < a + inject))
 				bad++;
 			usleep(5000);
 		}
@@ -2323,6 +2421,101 @@ static void case_trace_two_offsets(const char *arg)
 	unlink(cb_path);
 }
 
+/* A file standing for the VMClock page (a page writer's): written with
+ * pwrite, never mapped by the test, size_field in the page, len bytes in
+ * the file; replace: a new file under the path (the old one unlinked) */
+static void vm_file(const struct vmpage *g, unsigned size_field, size_t len, int replace)
+{
+	unsigned char b[4096];
+	memset(b, 0, sizeof(b));
+	vm_encode(b, g);
+	vm_put64(b, 0x4b4c4356u | (uint64_t)size_field << 32);
+	b[12] = (unsigned char)g->seq;
+	if (replace)
+		unlink(vm_path);
+	int fd = open(vm_path, O_WRONLY | O_CREAT, 0644);
+	CHECK(fd >= 0 && pwrite(fd, b, len, 0) == (ssize_t)len && ftruncate(fd, (off_t)len) == 0);
+	close(fd);
+}
+
+/* reads every 1 ms for up to 1 s until one says want (and, synchronised,
+ * holds REALTIME + shift): 1, or 0 */
+static int vm_file_until(int want, int64_t shift)
+{
+	for (int64_t t0 = real_ns(); real_ns() - t0 < 1000000000;) {
+		struct nc_utc u;
+		int64_t a = real_ns();
+		int st = nc_utc_now(&u);
+		int64_t b = real_ns();
+		if (st == want) {
+			if (st == NC_UTC_SYNCHRONISED)
+				check_holds(&u, a, b, shift);
+			return 1;
+		}
+		usleep(1000);
+	}
+	return 0;
+}
+
+/* A file at the VMClock source's path, as page writers and older
+ * hypervisors make it: read at each refresh (20 ms), never mapped, so
+ * another program truncating it cannot kill this one (a read of a mapped
+ * page past the file's end is a SIGBUS); a file replaced under the path is
+ * followed; the first layout (104 bytes) is read; a time whose ns do not
+ * fit 64 bits is refused, not overflowed.
+ *   arg: truncated, replaced, v104, huge_time */
+static void case_vmclock_file(const char *arg)
+{
+	vm_env();
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", "20", 1);
+	nc_init();
+	if (!on_tsc())
+		CHILD_SKIP_BECAUSE("machine", "the counter is %s, not the TSC a VMClock page states",
+				   nc_counter_name());
+	struct vmpage g = vm_good(7000000);
+	struct nc_utc_status s;
+	if (!strcmp(arg, "huge_time")) {
+		g.time_s = 10000000000ull; /* year 2286: its ns overflow an int64_t */
+		vm_file(&g, 112, 112, 0);
+		CHECK(nc_utc_start() == NC_EUNKNOWN);
+		nc_get_utc_status(&s);
+		fprintf(stderr, "case: a time of 1e10 s: %s\n", s.why);
+		CHECK(strstr(s.why, "out of range") != NULL);
+		unlink(vm_path);
+		return;
+	}
+	int v104 = !strcmp(arg, "v104");
+	vm_file(&g, v104 ? 104 : 112, v104 ? 104 : 4096, 0);
+	CHECK(nc_utc_start() == 0);
+	CHECK(vm_file_until(NC_UTC_SYNCHRONISED, 7000000));
+	if (v104) {
+		nc_get_utc_status(&s);
+		fprintf(stderr, "case: the 104-byte layout: synchronised (%s)\n", s.chosen);
+	} else if (!strcmp(arg, "truncated")) {
+		CHECK(truncate(vm_path, 0) == 0);
+		CHECK(vm_file_until(NC_UTC_UNKNOWN, 0)); /* alive, and no bound from no page */
+		nc_get_utc_status(&s);
+		fprintf(stderr, "case: truncated by another program: %s\n", s.why);
+		CHECK(strstr(s.why, "shorter than a page") != NULL);
+		vm_file(&g, 112, 4096, 0); /* written again */
+		CHECK(vm_file_until(NC_UTC_SYNCHRONISED, 7000000));
+	} else {
+		g = vm_good(40000000); /* another writer's page, 40 ms off */
+		vm_file(&g, 112, 4096, 1);
+		usleep(50000); /* two refreshes: the new file read */
+		/* and only that one: every read for 100 ms holds its truth */
+		for (int i = 0; i < 100; i++) {
+			struct nc_utc u;
+			int64_t a = real_ns();
+			CHECK(nc_utc_now(&u) == NC_UTC_SYNCHRONISED);
+			check_holds(&u, a, real_ns(), 40000000);
+			usleep(1000);
+		}
+		fprintf(stderr, "case: the file replaced under the path: its page followed\n");
+	}
+	unlink(vm_path);
+}
+
 static const struct child_case cases[] = {
 	{"trace_two_offsets", case_trace_two_offsets, NULL, NULL, NULL},
 	{"clockbound_own", case_clockbound_own, NULL, NULL, NULL},
@@ -2342,6 +2535,12 @@ static const struct child_case cases[] = {
 	{"fake_turns_future", case_fake_turns_bad, "4", NULL, NULL},
 	{"fake_turns_unsync", case_fake_turns_bad, "5", NULL, NULL},
 	{"fake_turns_narrow_stale", case_fake_turns_bad, "7", NULL, NULL},
+	{"fake_refused_version", case_fake_refused, "3", NULL, NULL},
+	{"fake_refused_future", case_fake_refused, "4", NULL, NULL},
+	{"fake_refused_not_allowed", case_fake_refused, "8", NULL, NULL},
+	{"fake_refused_zero_bound", case_fake_refused, "9", NULL, NULL},
+	{"fake_refused_29_days_old", case_fake_refused, "10", NULL, NULL},
+	{"fake_refused_near_future", case_fake_refused, "11", NULL, NULL},
 	{"fake_bad_start_silent", case_fake_bad_start, "1", NULL, NULL},
 	{"fake_bad_start_version", case_fake_bad_start, "3", NULL, NULL},
 	{"fake_bad_start_future", case_fake_bad_start, "4", NULL, NULL},
@@ -2376,6 +2575,10 @@ static const struct child_case cases[] = {
 	{"vmclock_unreliable", case_vmclock_bad, "3", NULL, NULL},
 	{"vmclock_no_maxerror", case_vmclock_bad, "4", NULL, NULL},
 	{"vmclock_foreign", case_vmclock_bad, "5", NULL, NULL},
+	{"vmclock_file_truncated", case_vmclock_file, "truncated", NULL, NULL},
+	{"vmclock_file_replaced", case_vmclock_file, "replaced", NULL, NULL},
+	{"vmclock_file_v104", case_vmclock_file, "v104", NULL, NULL},
+	{"vmclock_file_huge_time", case_vmclock_file, "huge_time", NULL, NULL},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 

@@ -131,7 +131,12 @@ int nc__utc_chrony_decode(const unsigned char *p, size_t n, uint32_t seq, int64_
 			"one synchronised to UTC", stratum);
 		return 0;
 	}
-	int64_t ref_ns = sec * 1000000000 + (int64_t)nsec;
+	int64_t ref_ns = sec < (int64_t)1 << 40 ? sec * 1000000000 + (int64_t)nsec : 0;
+	/* what the reply says of UTC: within bound of CLOCK_REALTIME when
+	 * chronyd answered, so its reference time (its clock's last update)
+	 * cannot be later than that (figures older than the horizon are
+	 * refused by core.c, for every source) */
+	double bound = fabs(corr) + delay / 2 + disp;
 	const char *bad = NULL;
 	if (!(fabs(corr) <= 1000) || !(delay >= 0 && delay <= 64) || !(disp >= 0 && disp <= 64))
 		bad = "a correction or root distance out of range";
@@ -139,15 +144,17 @@ int nc__utc_chrony_decode(const unsigned char *p, size_t n, uint32_t seq, int64_
 		bad = "a skew or residual frequency out of range";
 	else if (leap > 3 || stratum > 15 || nsec >= 1000000000u)
 		bad = "a leap status, stratum or time out of range";
-	else if (sec < 0 || sec > (int64_t)1 << 40 || ref_ns > now_real_ns + 1000000000 ||
-		 ref_ns < now_real_ns - (int64_t)30 * 86400 * 1000000000)
-		bad = "a reference time in the future or a month past";
+	else if (!(bound > 0))
+		bad = "a bound of 0";
+	else if (sec < 0 || sec >= (int64_t)1 << 40 || (double)(ref_ns - now_real_ns) > bound * 1e9)
+		bad = "a reference time in the future";
+
 	if (bad) {
 		nc__fmt(f->why, sizeof(f->why), "chronyd's tracking report has %s: refused", bad);
 		return -1;
 	}
 	f->status = NC_UTC_SYNCHRONISED;
-	f->bound_ns = (fabs(corr) + delay / 2 + disp) * 1e9;
+	f->bound_ns = bound * 1e9;
 	f->slew_ns = fabs(corr) * 1e9;
 	f->drift_ppm = skew + fabs(resid) + MAX_CLOCK_ERROR_PPM;
 	f->as_of_ns = ref_ns;
@@ -318,9 +325,11 @@ static int take_reply(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__lib
 				other++;
 				continue;
 			}
+			/* this request's answer, refused: an answer all the same, and
+			 * no figures from it (free-running from the last good ones) */
 			ch.outstanding = 0;
 			*f = g;
-			return 0;
+			return 1;
 		}
 		ch.outstanding = 0;
 		*f = g;

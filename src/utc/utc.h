@@ -127,6 +127,11 @@ NC_HIDDEN int nc__utc_vmclock_marker(const char *path, uint64_t *marker, uint64_
 /* Tests: the VMClock page a ClockBound segment's disruption marker is
  * compared with (NULL: /dev/vmclock0; nc__lib_lock held). */
 NC_HIDDEN void nc__utc_clockbound_test_vmclock(const char *path) NC_REQUIRES(nc__lib_lock);
+/* Tests: a page of the test's memory read as a device's mapping (a file
+ * is read with pread at each refresh instead: a disruption is seen then,
+ * where a device's is seen by the very next read; nc__lib_lock held). */
+NC_HIDDEN void nc__utc_vmclock_test_page(const volatile unsigned char *page)
+	NC_REQUIRES(nc__lib_lock);
 /* Tests: what reads the ClockBound segment instead of pread (NULL: pread
  * again), to put a writer between a read's loads (nc__lib_lock held). */
 NC_HIDDEN void nc__utc_clockbound_test_read(ssize_t (*fn)(int fd, void *buf, size_t n, off_t off))

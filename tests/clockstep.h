@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/* Another process may step the system clock while a test runs (a time
+ * daemon, an administrator, `make check-destructive` on a shared machine).
+ * A test that takes CLOCK_REALTIME for the truth cannot judge a sample
+ * taken across such a step, nor one taken before the library has followed
+ * it: it looks (CLOCK_REALTIME - CLOCK_MONOTONIC_RAW, the narrowest of
+ * three brackets) before and after each sample, and leaves unjudged every
+ * sample from a step until lag_ns after it was seen — the lag the library
+ * documents for following a set of the clock (a refresh period) — then
+ * takes more samples.  A slew moves that difference slowly (500 ppm at
+ * most: 0.5 us a ms) and is not taken for a step. */
+#ifndef NC_TEST_CLOCKSTEP_H
+#define NC_TEST_CLOCKSTEP_H
+
+#include <stdint.h>
+#include <time.h>
+
+struct clockstep {
+	int64_t d, at;       /* REALTIME - RAW at RAW at, the last look */
+	int64_t quiet_until; /* RAW: no sample is judged before */
+	long steps;          /* steps seen */
+	int have;
+};
+
+static inline int64_t clockstep_ns(clockid_t id)
+{
+	struct timespec t;
+	clock_gettime(id, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* 1: a sample taken now may be judged (no step seen since lag_ns ago);
+ * 0: not (a step in sight, said once on stderr) */
+static inline int clockstep_calm(struct clockstep *c, int64_t lag_ns)
+{
+	int64_t best = INT64_MAX, d = 0, at = 0;
+	for (int i = 0; i < 3; i++) {
+		int64_t a = clockstep_ns(CLOCK_MONOTONIC_RAW), r = clockstep_ns(CLOCK_REALTIME),
+			b = clockstep_ns(CLOCK_MONOTONIC_RAW);
+		if (b - a < best)
+			best = b - a, d = r - (a + (b - a) / 2), at = a;
+	}
+	if (c->have) {
+		int64_t moved = d - c->d, dt = at - c->at;
+		int64_t slew = dt / 2000 + best + 2000; /* 500 ppm, the bracket, 2 us */
+		if (moved > slew || -moved > slew) {
+			c->steps++;
+			c->quiet_until = at + lag_ns;
+			fprintf(stderr, "case: CLOCK_REALTIME stepped %+.3f ms by another process: "
+				"samples until %.0f ms after it not judged\n", (double)moved / 1e6,
+				(double)lag_ns / 1e6);
+		}
+	}
+	c->d = d, c->at = at, c->have = 1;
+	return at >= c->quiet_until;
+}
+
+#endif

@@ -44,6 +44,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timex.h>
@@ -381,6 +382,14 @@ static int64_t truth_shift(void) { return (int64_t)llround(fake.g.corr * 1e9); }
  * only by ending before the first or starting after the second. */
 static void check_holds(const struct nc_utc *u, int64_t before, int64_t after, int64_t shift)
 {
+	/* The truth is REALTIME + shift only while nobody else steps the
+	 * clock: a read near such a step (before the line followed it, a
+	 * refresh period) is not judged (tests/clockstep.h) */
+	static struct clockstep cs;
+	const char *ms = getenv("NANOCLOCK_UNIX_REFRESH_MS");
+	double period_ms = ms && atof(ms) > 0 ? atof(ms) : 1000;
+	if (!clockstep_calm(&cs, (int64_t)(period_ms * 1e6) + 20000000))
+		return;
 	if (!(u->earliest_ns <= after + shift && u->latest_ns >= before + shift &&
 	      u->earliest_ns <= u->unix_ns && u->unix_ns <= u->latest_ns)) {
 		fprintf(stderr, "case: [%lld, %lld] around %lld does not hold the truth %lld..%lld\n",
@@ -989,8 +998,11 @@ static int count_fds(const char *prefix, int not, int *last)
  * after the library started) and opens its own under the same number: the
  * library never writes to it, never reads it as its source, never closes
  * it; it opens its own again and goes on.  chrony: the program's socket,
- * connected to a sink of the test's, gets no datagram; clockbound: a
- * segment of the program's stating 1 us is never taken for the 5 ms one. */
+ * connected to a sink of the test's, gets no datagram.  clockbound: the
+ * library holds no descriptor between refreshes (it opens the segment by
+ * path at each), so a program's own descriptor of the very same file —
+ * which no device-and-inode check could tell from the library's — is
+ * never the library's to read or close, nc_utc_stop included. */
 static void case_fd_reused(const char *arg)
 {
 	int chrony = strcmp(arg, "chrony") == 0;
@@ -1006,10 +1018,10 @@ static void case_fd_reused(const char *arg)
 	CHECK(nc_utc_start() == 0);
 	const char *kind = chrony ? "socket:" : cb_path;
 	int L = -1;
-	CHECK(count_fds(kind, fake.fd, &L) == 1); /* the library's */
+	/* the library's socket; no descriptor of the segment */
+	CHECK(count_fds(kind, fake.fd, &L) == (chrony ? 1 : 0));
 	/* the program's own descriptor under the library's number */
 	int sink = -1, mine;
-	char other[64] = "";
 	if (chrony) {
 		struct sockaddr_in a;
 		memset(&a, 0, sizeof(a));
@@ -1022,17 +1034,17 @@ static void case_fd_reused(const char *arg)
 		mine = socket(AF_INET, SOCK_DGRAM, 0);
 		CHECK(mine >= 0 && connect(mine, (struct sockaddr *)&a, sizeof(a)) == 0);
 	} else {
-		snprintf(other, sizeof(other), "/tmp/nc-cb-other-%d", (int)getpid());
-		struct cbseg o = cb_good(1000);
-		unsigned char b[80];
-		cb_encode(b, &o);
-		mine = open(other, O_RDWR | O_CREAT | O_TRUNC, 0644);
-		CHECK(mine >= 0 && write(mine, b, 80) == 80);
+		mine = open(cb_path, O_RDONLY | O_CLOEXEC); /* the same file as the library's source */
+		CHECK(mine >= 0);
 	}
 	struct stat was;
 	CHECK(fstat(mine, &was) == 0);
-	CHECK(dup2(mine, L) == L);
-	close(mine);
+	if (chrony) {
+		CHECK(dup2(mine, L) == L);
+		close(mine);
+	} else {
+		L = mine;
+	}
 	int answered = __atomic_load_n(&fake.answered, __ATOMIC_RELAXED);
 	long n = 0;
 	for (int64_t t0 = real_ns(); real_ns() - t0 < 1000000000; n++) {
@@ -1049,6 +1061,8 @@ static void case_fd_reused(const char *arg)
 		}
 		usleep(1000);
 	}
+	if (!chrony)
+		nc_utc_stop(); /* closes what the library holds: nothing of the program's */
 	/* the program's descriptor is still its own, untouched */
 	struct stat now;
 	CHECK(fstat(L, &now) == 0 && now.st_ino == was.st_ino && now.st_dev == was.st_dev);
@@ -1060,17 +1074,15 @@ static void case_fd_reused(const char *arg)
 		CHECK(got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
 		/* asked at the ties through a socket of its own again */
 		CHECK(__atomic_load_n(&fake.answered, __ATOMIC_RELAXED) >= answered + 5);
-	} else {
-		unlink(other);
 	}
-	/* besides the program's (and the sink): the library's own, once */
-	int others = chrony ? 2 : 0;
-	CHECK(count_fds(kind, fake.fd, NULL) == others + 1);
+	/* besides the program's (and the sink): the library's own socket,
+	 * once; of the segment, the program's only */
+	CHECK(count_fds(kind, fake.fd, NULL) == (chrony ? 3 : 1));
 	fprintf(stderr, "case: %s: the program's descriptor %d left alone over %ld reads, each holding "
 		"the truth\n", arg, L, n);
 	/* stopped: the source's descriptor closed, the program's left */
 	nc_utc_stop();
-	CHECK(count_fds(kind, fake.fd, NULL) == others);
+	CHECK(count_fds(kind, fake.fd, NULL) == (chrony ? 2 : 1));
 	CHECK(fstat(L, &now) == 0 && now.st_ino == was.st_ino);
 	/* unknown (the whole line) until started again, then as before */
 	struct nc_utc u;
@@ -1079,9 +1091,9 @@ static void case_fd_reused(const char *arg)
 	CHECK(nc_get_utc_status(&s) == 0 && s.status == NC_UTC_UNKNOWN && strstr(s.why, "nc_utc_stop"));
 	CHECK(nc_utc_start() == 0);
 	CHECK(nc_utc_now(&u) == NC_UTC_SYNCHRONISED);
-	CHECK(count_fds(kind, fake.fd, NULL) == others + 1);
+	CHECK(count_fds(kind, fake.fd, NULL) == (chrony ? 3 : 1));
 	nc_utc_stop();
-	CHECK(count_fds(kind, fake.fd, NULL) == others);
+	CHECK(count_fds(kind, fake.fd, NULL) == (chrony ? 2 : 1));
 }
 
 /* a segment to refuse from the start: unknown (or disrupted), the reason */
@@ -1573,7 +1585,9 @@ static int on_tsc(void) { return strcmp(nc_counter_name(), "tsc") == 0; }
  * marker moves on) makes the very next read say disrupted (the reads
  * watch the page's word), and the refreshes keep saying so while the
  * segment's marker lags; clockbound-d catching up gives a bound again.
- * arg "none": the support on and no page readable: the figures, said so. */
+ * arg "none": the support on and no page readable: a migration would go
+ * unseen, so the segment is refused (no bound), as ClockBound's client
+ * refuses it. */
 static void case_clockbound_disruption(const char *arg)
 {
 	int none = !strcmp(arg, "none");
@@ -1592,17 +1606,21 @@ static void case_clockbound_disruption(const char *arg)
 		v.marker = 42;
 		vm_make(&v);
 	}
-	CHECK(nc_utc_start() == 0);
 	struct nc_utc u;
 	struct nc_utc_status s;
-	CHECK(nc_utc_now(&u) == NC_UTC_SYNCHRONISED);
-	nc_get_utc_status(&s);
-	fprintf(stderr, "case: markers agree: %s [%s]\n", s.chosen, s.source_arg);
 	if (none) {
-		CHECK(strstr(s.chosen, "no VMClock page readable") != NULL);
+		CHECK(nc_utc_start() == NC_EUNKNOWN);
+		CHECK(nc_utc_now(&u) == NC_UTC_UNKNOWN && u.earliest_ns == INT64_MIN);
+		nc_get_utc_status(&s);
+		fprintf(stderr, "case: support on, no page: %s\n", s.why);
+		CHECK(strstr(s.why, "no VMClock page is readable") != NULL);
 		unlink(cb_path);
 		return;
 	}
+	CHECK(nc_utc_start() == 0);
+	CHECK(nc_utc_now(&u) == NC_UTC_SYNCHRONISED);
+	nc_get_utc_status(&s);
+	fprintf(stderr, "case: markers agree: %s [%s]\n", s.chosen, s.source_arg);
 	/* the VM moves */
 	v.marker = 43;
 	vm_write(&v);
@@ -2081,6 +2099,213 @@ static void case_clockbound_own_first(const char *arg)
 		nc_utc_status_name(s.status), s.chosen);
 	CHECK(s.status == NC_UTC_UNKNOWN && strstr(s.chosen, "never its own source"));
 	unlink(path);
+}
+
+/* ---- ClockBound against what daemons and programs do to the file ---- */
+
+/* The segment published (nc_utc_publish_clockbound) from the fake chronyd
+ * while another process truncates the file over and over (clockbound-d
+ * truncates it when it starts): the publisher never maps it, so it lives
+ * on, and every publication leaves a whole segment. */
+static void case_clockbound_publish_truncated(const char *arg)
+{
+	(void)arg;
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", "50", 1);
+	start_fake(GOOD);
+	CHECK(nc_utc_start() == 0);
+	char path[64], why[256] = "";
+	snprintf(path, sizeof(path), "/tmp/nc-cb-pub-%d", (int)getpid());
+	unlink(path);
+	CHECK(nc_utc_publish_clockbound(path, why, sizeof(why)) == 0);
+	fflush(NULL);
+	pid_t cutter = fork();
+	CHECK(cutter >= 0);
+	if (cutter == 0) { /* bounded, and gone with the case's process */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (int64_t t0 = real_ns(); real_ns() - t0 < 5000000000;)
+			(void)truncate(path, 0);
+		_exit(0);
+	}
+	int n = 0;
+	for (int64_t t0 = real_ns(); real_ns() - t0 < 500000000; n++) {
+		if (nc_utc_publish_clockbound(path, why, sizeof(why)) != 0) {
+			fprintf(stderr, "case: publication %d: %s (%s)\n", n, why, strerror(errno));
+			_exit(1);
+		}
+	}
+	kill(cutter, SIGKILL);
+	waitpid(cutter, NULL, 0);
+	CHECK(nc_utc_publish_clockbound(path, why, sizeof(why)) == 0);
+	unsigned char b[128];
+	int fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	ssize_t got = read(fd, b, sizeof(b));
+	close(fd);
+	uint16_t gen;
+	memcpy(&gen, b + 14, 2);
+	fprintf(stderr, "case: %d publications while another process truncated the file: alive; the "
+		"last one %zd bytes, generation %u\n", n, got, gen);
+	CHECK(got == 80 && nc__utc_clockbound_is_segment(b, 8) && gen % 2 == 0);
+	unlink(path);
+}
+
+/* A segment clockbound-d no longer rewrites: synchronised while its
+ * figures are at most 5 s old, free-running after (ClockBound's client's
+ * rule), though its void-after time is far away. */
+static void case_clockbound_stale(const char *arg)
+{
+	(void)arg;
+	struct cbseg g = cb_good(5000000);
+	g.as_of_ns = coarse_ns() - 4700000000; /* 4.7 s old */
+	g.void_ns = g.as_of_ns + 1023000000000;
+	cb_make(&g);
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", "20", 1);
+	CHECK(nc_utc_start() == 0);
+	struct nc_utc u;
+	CHECK(nc_utc_now(&u) == NC_UTC_SYNCHRONISED);
+	int64_t t0 = real_ns();
+	int st;
+	while ((st = nc_utc_now(&u)) == NC_UTC_SYNCHRONISED && real_ns() - t0 < 2000000000)
+		usleep(1000);
+	double after_s = 4.7 + (double)(real_ns() - t0) / 1e9;
+	struct nc_utc_status s;
+	nc_get_utc_status(&s);
+	fprintf(stderr, "case: a segment no longer rewritten: %s when its figures were %.2f s old: %s\n",
+		nc_utc_status_name(st), after_s, s.why);
+	/* the age is never under-counted: as-of in COARSE time (a jiffy behind, 10 ms
+	 * at most) read against the fine clock: free-running up to a jiffy early */
+	CHECK(st == NC_UTC_FREE_RUNNING && after_s >= 5.0 - 0.011 && after_s < 5.5);
+	unlink(cb_path);
+}
+
+/* The segment removed and made again under the path (clockbound-d
+ * restarted): the new file's figures are read at the next refresh, not
+ * the deleted one's. */
+static void case_clockbound_recreated(const char *arg)
+{
+	(void)arg;
+	struct cbseg g = cb_good(5000000);
+	cb_make(&g);
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", "20", 1);
+	CHECK(nc_utc_start() == 0);
+	struct nc_utc_status s;
+	nc_get_utc_status(&s);
+	CHECK(s.source_bound_ns == 5e6);
+	munmap((void *)(uintptr_t)cb_map, 80);
+	struct cbseg h = cb_good(7000000);
+	cb_make(&h); /* unlinked, then created anew */
+	usleep(100000);
+	struct nc_utc u;
+	CHECK(nc_utc_now(&u) == NC_UTC_SYNCHRONISED);
+	nc_get_utc_status(&s);
+	fprintf(stderr, "case: the segment made again: bound %.0f us (the new one's 7000, the deleted "
+		"one's 5000)\n", s.source_bound_ns / 1e3);
+	CHECK(s.source_bound_ns == 7e6);
+	unlink(cb_path);
+}
+
+/* clockbound-d turning its status to unknown mid-run: no bound (unknown,
+ * the whole line), not free-running on the figures before. */
+static void case_clockbound_turns_unknown(const char *arg)
+{
+	(void)arg;
+	static struct cbseg g;
+	g = cb_good(5000000);
+	cb_make(&g);
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", "20", 1);
+	CHECK(nc_utc_start() == 0);
+	struct nc_utc u;
+	CHECK(nc_utc_now(&u) == NC_UTC_SYNCHRONISED);
+	g.status = 0;
+	cb_write(&g);
+	usleep(100000);
+	int st = nc_utc_now(&u);
+	struct nc_utc_status s;
+	nc_get_utc_status(&s);
+	fprintf(stderr, "case: status turned 0: %s: %s\n", nc_utc_status_name(st), s.why);
+	CHECK(st == NC_UTC_UNKNOWN && u.earliest_ns == INT64_MIN && u.latest_ns == INT64_MAX);
+	unlink(cb_path);
+}
+
+/* A file PATH.<pid>.new left by a publisher killed between create and
+ * rename, whose pid this one has (a container's first process): never in
+ * the way. */
+static void case_clockbound_leftover(const char *arg)
+{
+	(void)arg;
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", "50", 1);
+	start_fake(GOOD);
+	CHECK(nc_utc_start() == 0);
+	char path[64], left[96], why[256] = "";
+	snprintf(path, sizeof(path), "/tmp/nc-cb-left-%d", (int)getpid());
+	snprintf(left, sizeof(left), "%s.%d.new", path, (int)getpid());
+	unlink(path);
+	int fd = open(left, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0);
+	close(fd);
+	int rc = nc_utc_publish_clockbound(path, why, sizeof(why));
+	fprintf(stderr, "case: a dead writer's %s there: publish %d %s\n", left, rc, why);
+	CHECK(rc == 0 && access(path, F_OK) == 0);
+	unlink(path);
+	unlink(left);
+}
+
+/* A relaying daemon publishes the source's as-of, never a fresher one: the
+ * fake chronyd falls silent, and the published as-of stays at its last
+ * answer while the publications go on; the status turns free-running. */
+static void case_clockbound_relay_stale(const char *arg)
+{
+	(void)arg;
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", "50", 1);
+	start_fake(GOOD);
+	CHECK(nc_utc_start() == 0);
+	char path[64], why[256] = "";
+	snprintf(path, sizeof(path), "/tmp/nc-cb-relay-%d", (int)getpid());
+	unlink(path);
+	usleep(200000);
+	__atomic_store_n(&fake.mode, SILENT, __ATOMIC_RELEASE);
+	int64_t silent = coarse_ns();
+	struct cbseg last;
+	memset(&last, 0, sizeof(last));
+	for (int i = 0; i < 10; i++) { /* a second of publications, 100 ms apart */
+		struct nc_utc u;
+		(void)nc_utc_now(&u);
+		CHECK(nc_utc_publish_clockbound(path, why, sizeof(why)) == 0);
+		unsigned char b[80];
+		int fd = open(path, O_RDONLY);
+		CHECK(fd >= 0 && read(fd, b, 80) == 80);
+		close(fd);
+		int64_t t[2];
+		memcpy(t, b + 16, 16);
+		last.as_of_ns = t[0] * 1000000000 + t[1];
+		memcpy(&last.status, b + 68, 4);
+		/* as of the last answer: before the silence (and its request) */
+		CHECK(last.as_of_ns <= silent + 5000000);
+		usleep(100000);
+	}
+	fprintf(stderr, "case: the source silent for 1 s: published as of %.3f s before the silence, "
+		"status %d\n", (double)(silent - last.as_of_ns) / 1e9, last.status);
+	CHECK(last.status == 2);
+	unlink(path);
+}
+
+/* nc_utc_start says what a read says: figures past the horizon
+ * (NANOCLOCK_UTC_HORIZON_S=1, a segment as of 1.5 s ago) read unknown, so
+ * the start says NC_EUNKNOWN; as of 0.5 s ago, both synchronised. */
+static void case_clockbound_start_agrees(const char *arg)
+{
+	int old = !strcmp(arg, "old");
+	struct cbseg g = cb_good(5000000);
+	g.as_of_ns = coarse_ns() - (old ? 1500000000 : 500000000);
+	cb_make(&g);
+	setenv("NANOCLOCK_UTC_HORIZON_S", "1", 1);
+	int rc = nc_utc_start();
+	struct nc_utc u;
+	int st = nc_utc_now(&u);
+	fprintf(stderr, "case: figures %s s old, horizon 1 s: nc_utc_start %d, a read %s\n",
+		old ? "1.5" : "0.5", rc, nc_utc_status_name(st));
+	CHECK(old ? rc == NC_EUNKNOWN && st == NC_UTC_UNKNOWN : rc == 0 && st == NC_UTC_SYNCHRONISED);
+	unlink(cb_path);
 }
 
 /* ---- traces: each sync record's interval, and several machines merged ---- */
@@ -2563,6 +2788,14 @@ static const struct child_case cases[] = {
 	{"clockbound_torn_interposed", case_clockbound_torn_interposed, NULL, NULL, NULL},
 	{"clockbound_turns_bad", case_clockbound_turns_bad, NULL, NULL, NULL},
 	{"clockbound_daemon", case_clockbound_daemon, NULL, NULL, NULL},
+	{"clockbound_publish_truncated", case_clockbound_publish_truncated, NULL, NULL, NULL},
+	{"clockbound_stale", case_clockbound_stale, NULL, NULL, NULL},
+	{"clockbound_recreated", case_clockbound_recreated, NULL, NULL, NULL},
+	{"clockbound_turns_unknown", case_clockbound_turns_unknown, NULL, NULL, NULL},
+	{"clockbound_leftover", case_clockbound_leftover, NULL, NULL, NULL},
+	{"clockbound_relay_stale", case_clockbound_relay_stale, NULL, NULL, NULL},
+	{"clockbound_start_agrees_old", case_clockbound_start_agrees, "old", NULL, NULL},
+	{"clockbound_start_agrees_fresh", case_clockbound_start_agrees, "fresh", NULL, NULL},
 	{"fd_reused_chrony", case_fd_reused, "chrony", NULL, NULL},
 	{"fd_reused_clockbound", case_fd_reused, "clockbound", NULL, NULL},
 	{"vmclock_good", case_vmclock_good, NULL, NULL, NULL},

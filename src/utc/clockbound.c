@@ -23,13 +23,24 @@
  * A read copies the fields between two loads of the generation, which must
  * be even and unchanged (a few tries, never a wait); a segment that stays
  * odd, another magic, version or size, a bound or time out of range, or a
- * void-after time passed is refused with the reason.  The segment is mapped
- * read-only from a regular file of root's or this user's that no one else
- * may write (a reader must not be lied to by another user).
+ * void-after time passed is refused with the reason.  The segment is a
+ * regular file of root's or this user's that no one else may write (a
+ * reader must not be lied to by another user), opened by its path at each
+ * refresh and read with pread, never mapped (clockbound-d truncates it
+ * when it starts: a mapped read past its end is a SIGBUS), and closed
+ * again: a segment re-created under the path is followed, and no
+ * descriptor is held that a program closing descriptors it does not own
+ * could reuse.
  *
- * nc__utc_clockbound_write (the daemon's --clockbound) writes the same
- * layout, version 2, in place (clients keep their mapping of the file):
- * generation odd, the fields, generation even.
+ * Staleness follows ClockBound's client: figures as of more than 5 s ago
+ * are free-running (clockbound-d rewrites the segment every second), a
+ * status of unknown gives no bound, and disruption support on with no
+ * VMClock page readable is refused, as ClockBound's client refuses it.
+ *
+ * nc__utc_clockbound_publish (the daemon's --clockbound) writes the same
+ * layout, version 2, in place with pwrite (clients keep their mapping of
+ * the file; the writer maps nothing another program could truncate under
+ * it): generation odd, the fields, generation even.
  */
 #include "utc.h"
 #include "../base/fmt.h"
@@ -39,13 +50,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define CB_SIZE_V2 80  /* the header and the version 2 fields, padded */
 #define CB_SIZE_V1 72
+#define CB_FRESH_NS 5e9 /* ClockBound's client: older figures are free-running */
 /* Two native-endian 32-bit words, as clockbound-d writes them
  * (clock-bound-shm's SHM_MAGIC; PROTOCOL.md lists the words' bytes in
  * big-endian order): on x86 and arm64 the bytes are 4e 5a 4d 41 00 02 42 43 */
@@ -161,9 +172,9 @@ static int read_fields(int fd, size_t len, struct cb_fields *f, char *why, size_
  * Guarded by nc__lib_lock (core.c opens, asks and closes it under it; the
  * API names the segment it publishes under it too). */
 static struct {
-	int fd; /* -1: none */
+	int open;  /* cb_open found a segment to read */
 	char path[160];
-	dev_t dev; /* the open segment's file */
+	dev_t dev; /* the segment file last read */
 	ino_t ino;
 	/* the segment this process publishes (nanoclock daemon --clockbound):
 	 * never its own source, or its figures would feed themselves */
@@ -172,7 +183,7 @@ static struct {
 	ino_t own_ino;
 	const char *vmclock; /* tests: the page to compare markers with */
 	int no_page;         /* disruption support on, no VMClock page readable */
-} cb NC_GUARDED_BY(nc__lib_lock) = {.fd = -1};
+} cb NC_GUARDED_BY(nc__lib_lock);
 
 void nc__utc_clockbound_test_vmclock(const char *path) { cb.vmclock = path; }
 
@@ -189,12 +200,13 @@ void nc__utc_clockbound_own(const char *path)
 int nc__utc_clockbound_reads(const char *path)
 {
 	struct stat st;
-	return cb.fd >= 0 && path && stat(path, &st) == 0 && st.st_dev == cb.dev && st.st_ino == cb.ino;
+	return cb.open && path && stat(path, &st) == 0 && st.st_dev == cb.dev && st.st_ino == cb.ino;
 }
 
-static int cb_open(const char *arg, char *why, size_t len) NC_REQUIRES(nc__lib_lock)
+/* The segment at cb.path, opened and checked: its descriptor (the caller
+ * closes it), or -1 with why */
+static int segment_fd(char *why, size_t len) NC_REQUIRES(nc__lib_lock)
 {
-	nc__copy(cb.path, sizeof(cb.path), arg[0] ? arg : "/var/run/clockbound/shm0");
 	int fd = open(cb.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	struct stat st;
 	if (fd < 0) {
@@ -217,11 +229,19 @@ static int cb_open(const char *arg, char *why, size_t len) NC_REQUIRES(nc__lib_l
 		nc__fmt(why, len, "%s: %s: refused", cb.path, bad);
 		return -1;
 	}
-	if (nc__utc_fd_ours(cb.fd, cb.dev, cb.ino))
-		close(cb.fd);
-	cb.fd = fd;
 	cb.dev = st.st_dev;
 	cb.ino = st.st_ino;
+	return fd;
+}
+
+static int cb_open(const char *arg, char *why, size_t len) NC_REQUIRES(nc__lib_lock)
+{
+	nc__copy(cb.path, sizeof(cb.path), arg[0] ? arg : "/var/run/clockbound/shm0");
+	int fd = segment_fd(why, len);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	cb.open = 1;
 	return 0;
 }
 
@@ -230,27 +250,24 @@ static int cb_ask(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__lib_loc
 	(void)wait_ms;
 	memset(f, 0, sizeof(*f));
 	f->status = NC_UTC_UNKNOWN;
-	/* a descriptor no longer the library's (closed by the program, the
-	 * number reused) is forgotten, never read or closed: the path again */
-	if (cb.fd >= 0 && !nc__utc_fd_ours(cb.fd, cb.dev, cb.ino)) {
-		cb.fd = -1;
-		char path[sizeof(cb.path)], why[160];
-		nc__copy(path, sizeof(path), cb.path);
-		if (cb_open(path, why, sizeof(why)) != 0) {
-			nc__fmt(f->why, sizeof(f->why), "the segment's descriptor was closed by the "
-				"program; opening it again: %s", why);
-			return 1;
-		}
-	}
-	if (cb.fd < 0) {
+	if (!cb.open) {
 		nc__fmt(f->why, sizeof(f->why), "no ClockBound segment open");
 		return 0;
+	}
+	/* the path again at each refresh (a segment re-created is followed);
+	 * gone or refused: no bound */
+	int fd = segment_fd(f->why, sizeof(f->why));
+	if (fd < 0) {
+		f->drop = 1;
+		return 1;
 	}
 	struct cb_fields g;
 	/* the counter and CLOCK_MONOTONIC after the copy: the segment's age is
 	 * then never under-counted (COARSE, which ClockBound writes, lags the
 	 * fine clock) */
-	if (read_fields(cb.fd, CB_SIZE_V2, &g, f->why, sizeof(f->why)) != 0)
+	int rc = read_fields(fd, CB_SIZE_V2, &g, f->why, sizeof(f->why));
+	close(fd);
+	if (rc != 0)
 		return 1;
 	uint64_t now_tick = nc__counter_read();
 	int64_t mono = nc__ref.mono(), real = nc__ref.real();
@@ -264,7 +281,9 @@ static int cb_ask(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__lib_loc
 		return 1;
 	}
 	if (g.status == 0 || g.status == 3) {
+		/* unknown: no bound, and the figures before it void too */
 		f->status = g.status == 3 ? NC_UTC_DISRUPTED : NC_UTC_UNKNOWN;
+		f->drop = g.status == 0;
 		nc__fmt(f->why, sizeof(f->why), "ClockBound says the clock is %s",
 			g.status == 3 ? "disrupted" : "of unknown status");
 		return 1;
@@ -274,8 +293,14 @@ static int cb_ask(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__lib_loc
 		uint64_t marker = 0, addr = 0;
 		char vwhy[96];
 		if (nc__utc_vmclock_marker(cb.vmclock, &marker, &addr, vwhy, sizeof(vwhy)) != 0) {
-			/* a migration then shows once clockbound-d marks it */
+			/* a migration would go unseen: ClockBound's client refuses
+			 * such a segment, and so does this one */
 			cb.no_page = 1;
+			f->drop = 1;
+			nc__fmt(f->why, sizeof(f->why), "ClockBound's segment says disruption support "
+				"is on and no VMClock page is readable here (%s): refused, as ClockBound's "
+				"client refuses it", vwhy);
+			return 1;
 		} else if (marker != g.marker) {
 			f->status = NC_UTC_DISRUPTED;
 			nc__fmt(f->why, sizeof(f->why), "ClockBound's disruption marker %llu differs from "
@@ -289,51 +314,39 @@ static int cb_ask(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__lib_loc
 	}
 	double ns_tick = 1e9 / nc__rate_true_hz();
 	double age = (double)(mono > g.as_of_ns ? mono - g.as_of_ns : 0);
-	f->status = g.status == 1 ? NC_UTC_SYNCHRONISED : NC_UTC_FREE_RUNNING;
+	f->status = g.status == 1 && age <= CB_FRESH_NS ? NC_UTC_SYNCHRONISED : NC_UTC_FREE_RUNNING;
 	f->bound_ns = (double)g.bound_ns;
 	f->slew_ns = 0; /* ClockBound's bound is on CLOCK_REALTIME itself (its correction in it) */
 	f->drift_ppm = (double)g.drift_ppb / 1e3;
 	f->q_tick = now_tick - (uint64_t)(age / ns_tick + 1);
 	f->as_of_ns = real - (int64_t)age;
 	f->horizon_ns = (double)(g.void_ns - g.as_of_ns);
-	/* its own status says whether it is kept synchronised (re-read at each
-	 * refresh); its void-after time, whether it is still being written */
-	f->fresh_ns = f->horizon_ns;
+	/* synchronised while its figures are fresh (as ClockBound's client
+	 * says: clockbound-d rewrites them every second); void after its
+	 * void-after time */
+	f->fresh_ns = CB_FRESH_NS < f->horizon_ns ? CB_FRESH_NS : f->horizon_ns;
 	nc__fmt(f->why, sizeof(f->why), "ClockBound: bound %.0f us as of %.3f s ago, drift %u ppb, "
 		"void after %.0f s", (double)g.bound_ns / 1e3, age / 1e9, g.drift_ppb,
 		(double)(g.void_ns - g.as_of_ns) / 1e9);
 	return 1;
 }
 
-static void cb_close(void) NC_REQUIRES(nc__lib_lock)
-{
-	if (nc__utc_fd_ours(cb.fd, cb.dev, cb.ino))
-		close(cb.fd);
-	cb.fd = -1;
-}
+static void cb_close(void) NC_REQUIRES(nc__lib_lock) { cb.open = 0; }
 
 static void cb_where(char *out, size_t len) NC_REQUIRES(nc__lib_lock)
 {
 	nc__fmt(out, len, "%s%s", cb.path,
-		cb.no_page ? "; disruption support on, no VMClock page readable here: a migration "
-			     "shows once clockbound-d marks it" : "");
+		cb.no_page ? "; disruption support on, no VMClock page readable here: refused" : "");
 }
 
 const struct nc__utc_source nc__utc_clockbound = {"clockbound", NC_UTC_SRC_CLOCKBOUND, cb_open,
 						  cb_ask, cb_close, cb_where};
 
 /* ---- the writer (nanoclock daemon --clockbound) ---- */
-void nc__utc_clockbound_store(volatile unsigned char *p, const struct nc__clockbound_out *o)
+/* The segment's bytes for o (version 2), the generation left out */
+static void encode(unsigned char c[CB_SIZE_V2], const struct nc__clockbound_out *o)
 {
-	uint16_t g;
-	memcpy(&g, (const unsigned char *)p + 14, 2);
-	/* odd while writing (odd already: a writer died mid-write), then the
-	 * next even, 2 after a wrap, as ClockBound's writer */
-	uint16_t odd = (uint16_t)(g | 1);
-	__atomic_store_n((volatile uint16_t *)(p + 14), odd, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	unsigned char c[CB_SIZE_V2];
-	memset(c, 0, sizeof(c));
+	memset(c, 0, CB_SIZE_V2);
 	memcpy(c, CB_MAGIC, sizeof(CB_MAGIC));
 	uint32_t size = CB_SIZE_V2;
 	uint16_t version = 2;
@@ -346,14 +359,27 @@ void nc__utc_clockbound_store(volatile unsigned char *p, const struct nc__clockb
 	memcpy(c + 56, &o->marker, 8);
 	memcpy(c + 64, &o->drift_ppb, 4);
 	memcpy(c + 68, &o->status, 4);
-	for (size_t i = 0; i < sizeof(c); i++)
-		if (i < 14 || i >= 16)
-			p[i] = c[i];
-	uint16_t even = (uint16_t)(odd + 1);
+}
+
+/* A new version written into the segment file fd with pwrite, as
+ * ClockBound's writer writes its mapping: the generation odd (odd
+ * already: a writer died mid-write), the fields, the next even one (2
+ * after a wrap).  Each pwrite lands in the page cache before the next
+ * begins, which is the order a reader's mapping sees.  0, or -1 (errno). */
+static int store(int fd, const struct nc__clockbound_out *o)
+{
+	uint16_t g = 0;
+	if (pread(fd, &g, 2, 14) != 2)
+		g = 0; /* a file cut short by someone else: written whole again */
+	uint16_t odd = (uint16_t)(g | 1), even = (uint16_t)(odd + 1);
 	if (even == 0)
 		even = 2;
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n((volatile uint16_t *)(p + 14), even, __ATOMIC_RELEASE);
+	unsigned char c[CB_SIZE_V2];
+	encode(c, o);
+	if (pwrite(fd, &odd, 2, 14) != 2 || pwrite(fd, c, 14, 0) != 14 ||
+	    pwrite(fd, c + 16, CB_SIZE_V2 - 16, 16) != CB_SIZE_V2 - 16 || pwrite(fd, &even, 2, 14) != 2)
+		return -1;
+	return 0;
 }
 
 size_t nc__utc_clockbound_size(void) { return CB_SIZE_V2; }
@@ -363,11 +389,25 @@ int nc__utc_clockbound_is_segment(const unsigned char *p, size_t n)
 	return n >= sizeof(CB_MAGIC) && memcmp(p, CB_MAGIC, sizeof(CB_MAGIC)) == 0;
 }
 
+/* fd starts as a segment does, or was cut short on the way (clockbound-d
+ * truncates it when it starts: what is left is a prefix of the magic, or
+ * zeros where it was cut while a writer wrote past its start) */
+static int segment_head(int fd)
+{
+	static const unsigned char zero[8];
+	unsigned char head[8];
+	ssize_t n = pread(fd, head, sizeof(head), 0);
+	return n >= 0 && (memcmp(head, CB_MAGIC, (size_t)n) == 0 || memcmp(head, zero, (size_t)n) == 0);
+}
+
 /* Where to write: this user's ClockBound segment at path (updated in
- * place), or nothing there (made beside it, complete, then linked into
- * place: never over something that appeared meanwhile).  Anything else is
- * left alone. */
-static int open_segment(const char *path, const char *tmp, int *created, char *why, size_t len)
+ * place), or nothing there (made beside it under a name no other writer
+ * uses, complete, then linked into place: never over something that
+ * appeared meanwhile).  Anything else is left alone.  A file cut short by
+ * another program (clockbound-d truncates it when it starts) is still a
+ * segment: it is written whole again. */
+static int open_segment(const char *path, char *tmp, size_t tmplen, int *created, char *why,
+			size_t len)
 {
 	*created = 0;
 	struct stat st;
@@ -379,11 +419,9 @@ static int open_segment(const char *path, const char *tmp, int *created, char *w
 				   : st.st_nlink != 1	 ? "a file with other names (hard links)"
 							     : NULL;
 		int fd = kind ? -1 : open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-		unsigned char head[8];
 		struct stat now;
 		if (!kind && (fd < 0 || fstat(fd, &now) != 0 || now.st_ino != st.st_ino ||
-			      now.st_dev != st.st_dev || now.st_size < CB_SIZE_V2 || now.st_size > 65536 ||
-			      pread(fd, head, 8, 0) != 8 || !nc__utc_clockbound_is_segment(head, 8)))
+			      now.st_dev != st.st_dev || now.st_size > 65536 || !segment_head(fd)))
 			kind = "not a ClockBound segment";
 		if (kind) {
 			if (fd >= 0)
@@ -398,7 +436,16 @@ static int open_segment(const char *path, const char *tmp, int *created, char *w
 		nc__fmt(why, len, "%s: cannot be looked at", path);
 		return -1;
 	}
-	int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	/* the pid and the counter in the name: a file left by a writer that
+	 * died (in a container, its pid may be this one's) is never in the way */
+	int fd = -1;
+	for (int i = 0; fd < 0 && i < 8; i++) {
+		nc__fmt(tmp, tmplen, "%s.%d.%llx.new", path, (int)getpid(),
+			(unsigned long long)(nc__counter_read() * 0x9e3779b97f4a7c15ull >> 24));
+		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
 	if (fd < 0) {
 		nc__fmt(why, len, "%s: cannot create %s", path, tmp);
 		return -1;
@@ -424,28 +471,24 @@ int nc__utc_clockbound_publish(const char *path, const struct nc__clockbound_out
 		errno = EINVAL;
 		return -1;
 	}
-	if (strlen(path) + 24 > sizeof(tmp)) {
-		nc__fmt(why, len, "a path of more than %zu bytes", sizeof(tmp) - 24);
+	if (strlen(path) + 48 > sizeof(tmp)) {
+		nc__fmt(why, len, "a path of more than %zu bytes", sizeof(tmp) - 48);
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	nc__fmt(tmp, sizeof(tmp), "%s.%d.new", path, (int)getpid());
 	int fresh;
-	int fd = open_segment(path, tmp, &fresh, why, len);
+	int fd = open_segment(path, tmp, sizeof(tmp), &fresh, why, len);
 	if (fd < 0)
 		return -1;
-	void *m = mmap(NULL, CB_SIZE_V2, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (m == MAP_FAILED) {
+	if (store(fd, o) != 0) {
 		int e = errno;
 		close(fd);
 		if (fresh)
 			unlink(tmp);
-		nc__fmt(why, len, "%s: cannot be mapped", path);
+		nc__fmt(why, len, "%s: cannot be written (%s)", path, strerror(e));
 		errno = e;
 		return -1;
 	}
-	nc__utc_clockbound_store(m, o);
-	munmap(m, CB_SIZE_V2);
 	int rc = 0;
 	if (fresh) {
 		if (link(tmp, path) != 0) {

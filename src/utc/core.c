@@ -328,11 +328,23 @@ static int try_source(const struct nc__utc_source *s, const char *arg, int keep)
 	return 0;
 }
 
+static int utc_read(struct nc_utc *out, double *raised);
+
+/* What nc_utc_start says: 0 when a read now is synchronised (what it
+ * published, not what the source said: figures past their horizon, or a
+ * source's figures refused, read as unknown), else NC_EUNKNOWN */
+static int start_result(void) NC_REQUIRES(nc__lib_lock)
+{
+	struct nc_utc r;
+	double raised;
+	return utc_read(&r, &raised) == NC_UTC_SYNCHRONISED ? 0 : NC_EUNKNOWN;
+}
+
 int nc__utc_start(const struct nc__config *cfg)
 {
 	NC_LOCK_HELD();
 	if (u.started && !u.stopped)
-		return u.have_good && !u.lost ? 0 : NC_EUNKNOWN;
+		return start_result();
 	if (u.stopped) { /* chosen again from nothing (the figures were cleared at the stop) */
 		u.stopped = 0;
 		u.chosen[0] = u.last_why[0] = 0;
@@ -373,7 +385,7 @@ int nc__utc_start(const struct nc__config *cfg)
 	publish();
 	nc__log(NC_LOG_INFO, "UTC source: %s", u.chosen);
 	__atomic_store_n(&u.started, 1, __ATOMIC_RELEASE);
-	return u.have_good && !u.lost ? 0 : NC_EUNKNOWN;
+	return start_result();
 }
 
 /* The source's descriptor closed, its figures forgotten; reads say unknown
@@ -518,7 +530,12 @@ void nc__utc_status(struct nc_utc_status *st)
 	}
 }
 
-/* ---- as a ClockBound segment (the daemon's --clockbound) ---- */
+/* ---- as a ClockBound segment (the daemon's --clockbound) ----
+ * The figures as of when the source gave them (their COARSE time), never
+ * fresher: the bound then, growing at the drift from there, so that a
+ * ClockBound client sees the source's staleness as it would see
+ * clockbound-d's (free-running 5 s on, unknown past the void-after time),
+ * and this process's own status beside it. */
 void nc__utc_clockbound_figures(struct nc__clockbound_out *o)
 {
 	NC_LOCK_HELD();
@@ -531,11 +548,11 @@ void nc__utc_clockbound_figures(struct nc__clockbound_out *o)
 		o->status = u.disrupted ? 3 : 0;
 		return;
 	}
-	/* the bound on CLOCK_REALTIME itself (no tie): the source's, grown to
-	 * now, which is at or after the coarse clock's as-of */
 	const struct nc__utc_fix *g = &u.good;
 	double ns_tick = 1e9 / nc__rate_true_hz();
 	double age = (double)(int64_t)(nc__counter_read() - g->q_tick) * ns_tick;
+	if (age < 0)
+		age = 0;
 	double d = g->drift_ppm >= 0 ? g->drift_ppm : u.drift_default;
 	double hor = u.horizon_s * 1e9;
 	if (g->horizon_ns > 0 && g->horizon_ns < hor)
@@ -544,16 +561,21 @@ void nc__utc_clockbound_figures(struct nc__clockbound_out *o)
 		o->status = 0;
 		return;
 	}
-	double b = g->bound_ns + d * 1e-6 * (age > 0 ? age : 0) + u.step_ns;
+	/* the bound on CLOCK_REALTIME itself (no tie) as of the figures */
+	double b = g->bound_ns + u.step_ns;
 	if (g->on_line) {
-		/* a bound on the line: CLOCK_REALTIME is off it by the tie too */
+		/* a bound on the line: CLOCK_REALTIME is off it by the tie too,
+		 * which grows at its own rate: added to the drift */
 		struct nc__wall_tie ti;
 		nc__wall_tie(&ti);
-		b += ti.err0_ns + ti.ns_per_tick * ti.ppm * 1e-6 * (double)(int64_t)(nc__counter_read() - ti.tick);
+		double since = (double)(int64_t)(g->q_tick - ti.tick);
+		b += ti.err0_ns + ti.ns_per_tick * ti.ppm * 1e-6 * (since > 0 ? since : 0);
+		d += ti.ppm;
 	}
+	o->as_of_ns = coarse - (int64_t)age;
 	o->bound_ns = (int64_t)ceil(b) + 1;
 	o->drift_ppb = (uint32_t)ceil(d * 1e3);
-	o->void_ns = coarse + (int64_t)(hor - age);
+	o->void_ns = o->as_of_ns + (int64_t)hor;
 	double fresh = g->fresh_ns > 0 ? g->fresh_ns : u.fresh_s * 1e9;
 	o->status = u.lost || age > fresh ? 2 : 1;
 }

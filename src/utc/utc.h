@@ -85,9 +85,6 @@ struct nc__clockbound_out {
 	uint32_t drift_ppb;
 	int32_t status;            /* 0 unknown, 1 synchronised, 2 free-running, 3 disrupted */
 };
-/* Writes *o into the mapped segment p (nc__utc_clockbound_size() bytes):
- * generation odd, the fields, generation even. */
-NC_HIDDEN void nc__utc_clockbound_store(volatile unsigned char *p, const struct nc__clockbound_out *o);
 NC_HIDDEN size_t nc__utc_clockbound_size(void);
 /* a ClockBound segment's magic at p (n bytes read) */
 NC_HIDDEN int nc__utc_clockbound_is_segment(const unsigned char *p, size_t n);

@@ -111,8 +111,8 @@ struct nc_info {
 				     with raised privileges (setuid, setgid, capabilities) */
 	double calib_target_ppm;  /* the first calibration's goal ... */
 	double calib_max_ms;      /* ... and its cap */
-	char calib_status[128];   /* a refused NANOCLOCK_CALIB_*, NANOCLOCK_UNIX_REFRESH_MS or
-				     NANOCLOCK_HZ_FORCE setting ("" if none) */
+	char calib_status[128];   /* a refused NANOCLOCK_CALIB_*, NANOCLOCK_UNIX_REFRESH_MS,
+				     NANOCLOCK_HZ_FORCE or NANOCLOCK_UTC_* setting ("" if none) */
 	int calib_early;          /* 1: no target was asked for: the first calibration stated
 				     early and the refreshes reach calib_target_ppm */
 };

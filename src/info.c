@@ -102,7 +102,8 @@ int nc_get_info(struct nc_info *o)
 	nc__fmt(o->calib_status, sizeof(o->calib_status), "%s",
 		 cfg->calib_why[0]  ? cfg->calib_why
 		 : cfg->unix_why[0] ? cfg->unix_why
-				    : cfg->force_why);
+		 : cfg->force_why[0] ? cfg->force_why
+				    : cfg->utc_why);
 	nc__unlock();
 	nc__leave();
 	nc_get_unix_status(&o->unix_status);

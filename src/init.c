@@ -75,7 +75,7 @@ static void read_configuration(struct nc__registered *reg) NC_REQUIRES(nc__lib_l
 	if (init.cfg.hz_set && init.cfg.hz == 0)
 		set_status(NC_EINVAL);
 	if (init.cfg.calib_why[0] || init.cfg.unix_why[0] || init.cfg.force_why[0] ||
-	    init.cfg.shared_why[0])
+	    init.cfg.shared_why[0] || init.cfg.utc_why[0])
 		set_status(NC_EINVAL);
 }
 

@@ -139,10 +139,17 @@ envcase() { # want var value
 	want=$1 var=$2 val=$3
 	expect "$want" "$var='$(printf '%s' "$val" | head -c 40)' nanoclock now" -- \
 		env -u NANOCLOCK_HZ -u NANOCLOCK_COUNTER -u NANOCLOCK_HZ_FORCE -u NANOCLOCK_CALIB_PPM \
-		-u NANOCLOCK_CALIB_MAX_MS -u NANOCLOCK_UNIX_REFRESH_MS "$var=$val" $RUN "$TOOL" now
+		-u NANOCLOCK_CALIB_MAX_MS -u NANOCLOCK_UNIX_REFRESH_MS -u NANOCLOCK_UTC_SOURCE \
+		-u NANOCLOCK_UTC_DRIFT_PPM -u NANOCLOCK_UTC_HORIZON_S "$var=$val" $RUN "$TOOL" now
 	if [ "$st" = 4 ] && ! [ -s "$tmp/out" ]; then
 		fail=$((fail + 1))
 		echo "FAIL: $var: the time was not printed although the clock works"
+	fi
+	# the line names the variable refused (NANOCLOCK_HZ_FORCE's names
+	# NANOCLOCK_HZ: it forces that one's rate)
+	if [ "$st" = 4 ] && ! grep -q "${var%_FORCE}" "$tmp/err"; then
+		fail=$((fail + 1))
+		echo "FAIL: $var: the line does not name it: $(head -c 300 "$tmp/err")"
 	fi
 }
 bad_values() { # var, then values refused for it
@@ -161,6 +168,10 @@ bad_values NANOCLOCK_HZ_FORCE yes 2 true 01
 bad_values NANOCLOCK_CALIB_PPM 0 0.0001 1001 1e9
 bad_values NANOCLOCK_CALIB_MAX_MS 0 0.01 10001 1e9
 bad_values NANOCLOCK_UNIX_REFRESH_MS 0 0.5 60001 1e9
+bad_values NANOCLOCK_UTC_SOURCE bogus chrony:localhost:11323 chrony:127.0.0.1:99999 chrony: \
+	"chrony:127.0.0.1:" clockbound:relative/path vmclock:x "off:1" adjtimex:1 "auto "
+bad_values NANOCLOCK_UTC_DRIFT_PPM -3 0 100001 1e9
+bad_values NANOCLOCK_UTC_HORIZON_S 0 0.5 1000001 1e9
 # well-formed but contradicted by measurement (refused: 4), or ignored
 # where the counter is an exact-rate OS clock (0)
 envcase "0 4" NANOCLOCK_HZ 1k
@@ -168,6 +179,10 @@ envcase "0 4" NANOCLOCK_HZ 1k
 envcase 0 NANOCLOCK_HZ_FORCE 0
 envcase 0 NANOCLOCK_CALIB_PPM 0.5
 envcase 0 NANOCLOCK_COUNTER clock_monotonic_raw
+envcase 0 NANOCLOCK_UTC_SOURCE off
+envcase 0 NANOCLOCK_UTC_SOURCE "chrony:[::1]:9"
+envcase 0 NANOCLOCK_UTC_DRIFT_PPM 20
+envcase 0 NANOCLOCK_UTC_HORIZON_S 60
 # the exit status the manual gives an inconclusive check: one probe per CPU
 # is never the 50 enclosed probes a verdict needs (one CPU: nothing to
 # compare, consistent)

@@ -11,9 +11,9 @@
  * trapped call is reported by number (its SIGSYS handler writes it to a
  * shared page and exits).  malloc and its kin are this program's own,
  * counting: no call may come from the reads.  A case with a ClockBound
- * segment as the UTC source shows what its refresh adds (an fstat of its
- * descriptor, still the library's, and a pread64 of the segment, once per
- * period, in the reader that refreshes). */
+ * segment as the UTC source shows what its refresh adds, once per period
+ * in the reader that refreshes: the segment opened by its path, an fstat
+ * of it, a pread64 of it and its close. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -164,8 +164,14 @@ static void install(int extra)
 		ALLOW(SYS_exit),
 		ALLOW(SYS_rt_sigreturn),
 		ALLOW(extra >= 0 ? extra : SYS_exit),
-	/* with a source's descriptor: fstat, to see it is still the library's
-	 * (whichever call the libc makes of it) */
+		/* with a file source: opened by path at each refresh, closed after */
+#ifdef SYS_open
+		ALLOW(extra >= 0 ? SYS_open : SYS_exit),
+#endif
+		ALLOW(extra >= 0 ? SYS_openat : SYS_exit),
+		ALLOW(extra >= 0 ? SYS_close : SYS_exit),
+	/* with a source's descriptor: fstat, to see it is the file it should
+	 * be (whichever call the libc makes of it) */
 #ifdef SYS_fstat
 		ALLOW(extra >= 0 ? SYS_fstat : SYS_exit),
 #endif

@@ -19,6 +19,7 @@
  * and ignored is said (config.ignored). */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -274,6 +275,37 @@ static void read_shared(struct nc__config *c, getter *get, void *ctx)
 	}
 }
 
+int nc__host_port(const char *arg, char *host, size_t hlen, unsigned long *port, char *why,
+		  size_t len)
+{
+	const char *colon = strrchr(arg, ':');
+	if (!colon || colon == arg || (size_t)(colon - arg) >= hlen) {
+		snprintf(why, len, "'%.60s' is not HOST:PORT", arg);
+		return -1;
+	}
+	char *end;
+	*port = strtoul(colon + 1, &end, 10);
+	if (*end || *port == 0 || *port > 65535 || !colon[1] || colon[1] == '-' || colon[1] == '+' ||
+	    colon[1] == ' ') {
+		snprintf(why, len, "'%.60s': not a port", colon + 1);
+		return -1;
+	}
+	size_t hl = (size_t)(colon - arg);
+	if (arg[0] == '[' && hl >= 2 && arg[hl - 1] == ']') { /* [::1]:323 */
+		memcpy(host, arg + 1, hl - 2);
+		host[hl - 2] = 0;
+	} else {
+		memcpy(host, arg, hl);
+		host[hl] = 0;
+	}
+	unsigned char a[16];
+	if (inet_pton(AF_INET, host, a) != 1 && inet_pton(AF_INET6, host, a) != 1) {
+		snprintf(why, len, "'%.40s' is not a numeric address (no name is looked up)", host);
+		return -1;
+	}
+	return 0;
+}
+
 /* NANOCLOCK_UTC_SOURCE=auto|off|adjtimex|chrony[:HOST:PORT]|clockbound[:/PATH]|
  * vmclock[:/PATH]: a name this library knows, and for chrony an address
  * (checked when used); NANOCLOCK_UTC_DRIFT_PPM and NANOCLOCK_UTC_HORIZON_S */
@@ -295,11 +327,25 @@ static void read_utc(struct nc__config *c, getter *get, void *ctx)
 		int is_cb = (nl == 10 && strncmp(v, "clockbound", 10) == 0) ||
 			    (nl == 7 && strncmp(v, "vmclock", 7) == 0); /* a path follows */
 		int takes_arg = (nl == 6 && strncmp(v, "chrony", 6) == 0) || is_cb;
-		if (!known || (colon && !takes_arg) || (colon && strlen(colon + 1) >= sizeof(c->utc_arg)) ||
-		    (colon && !colon[1]) || (colon && is_cb && colon[1] != '/')) {
+		char host[64], addr_why[96] = "";
+		unsigned long port;
+		if (known && colon && !is_cb && takes_arg && strlen(colon + 1) < sizeof(c->utc_arg))
+			(void)nc__host_port(colon + 1, host, sizeof(host), &port, addr_why, sizeof(addr_why));
+		if (addr_why[0]) {
 			snprintf(c->utc_why, sizeof(c->utc_why),
-				 "NANOCLOCK_UTC_SOURCE refused (auto used): '%s' is not auto, off, adjtimex, "
-				 "chrony[:HOST:PORT], clockbound[:/PATH] or vmclock[:/PATH]", nc__quote(v, q, sizeof(q)));
+				 "NANOCLOCK_UTC_SOURCE refused (auto used): chrony's %s", addr_why);
+		} else if (known && is_cb && colon && colon[1] != '/') {
+			snprintf(c->utc_why, sizeof(c->utc_why),
+				 "NANOCLOCK_UTC_SOURCE refused (auto used): '%.20s%s': a path must be "
+				 "absolute", nc__quote(v, q, sizeof(q)), strlen(v) > 20 ? "..." : "");
+		} else if (!known || (colon && !takes_arg) ||
+			   (colon && strlen(colon + 1) >= sizeof(c->utc_arg)) || (colon && !colon[1]) ||
+			   (colon && is_cb && colon[1] != '/')) {
+			/* short: the whole line fits nc_info's calib_status (128) */
+			snprintf(c->utc_why, sizeof(c->utc_why),
+				 "NANOCLOCK_UTC_SOURCE refused (auto used): '%.20s%s' is no source: auto off "
+				 "adjtimex chrony clockbound vmclock", nc__quote(v, q, sizeof(q)),
+				 strlen(v) > 20 ? "..." : "");
 		} else {
 			memcpy(c->utc_source, v, nl);
 			c->utc_source[nl] = 0;

@@ -54,6 +54,10 @@ NC_HIDDEN const char *nc__quote(const char *s, char *out, size_t outlen);
 NC_HIDDEN int nc__parse_hz(const char *s, double *hz, char *why, size_t whylen);
 /* A plain positive decimal in [lo, hi], read as strictly as NANOCLOCK_HZ
  * (no unit): 0, or NC_EINVAL/NC_ERANGE with why[]. */
+/* chrony's HOST:PORT: a numeric IPv4 or [IPv6] address (no name is looked
+ * up) into host, a port 1-65535; 0, or -1 with why */
+NC_HIDDEN int nc__host_port(const char *arg, char *host, size_t hlen, unsigned long *port,
+			    char *why, size_t len);
 NC_HIDDEN int nc__parse_positive(const char *s, double lo, double hi, double *out, char *why,
 				 size_t whylen);
 /* Fill *c from the environment (secure_getenv) and from what the

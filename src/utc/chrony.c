@@ -185,27 +185,8 @@ static int parse_addr(const char *arg, char *why, size_t len) NC_REQUIRES(nc__li
 {
 	char host[64] = "127.0.0.1";
 	unsigned long port = 323;
-	if (arg[0]) {
-		const char *colon = strrchr(arg, ':');
-		if (!colon || colon == arg || (size_t)(colon - arg) >= sizeof(host)) {
-			nc__fmt(why, len, "'%.60s' is not HOST:PORT", arg);
-			return -1;
-		}
-		char *end;
-		port = strtoul(colon + 1, &end, 10);
-		if (*end || port == 0 || port > 65535 || !colon[1]) {
-			nc__fmt(why, len, "'%.60s': not a port", colon + 1);
-			return -1;
-		}
-		size_t hl = (size_t)(colon - arg);
-		if (arg[0] == '[' && hl >= 2 && arg[hl - 1] == ']') { /* [::1]:323 */
-			memcpy(host, arg + 1, hl - 2);
-			host[hl - 2] = 0;
-		} else {
-			memcpy(host, arg, hl);
-			host[hl] = 0;
-		}
-	}
+	if (arg[0] && nc__host_port(arg, host, sizeof(host), &port, why, len) != 0)
+		return -1;
 	memset(&ch.addr, 0, sizeof(ch.addr));
 	struct sockaddr_in *a4 = (struct sockaddr_in *)&ch.addr;
 	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ch.addr;

@@ -389,15 +389,21 @@ int nc__utc_clockbound_is_segment(const unsigned char *p, size_t n)
 	return n >= sizeof(CB_MAGIC) && memcmp(p, CB_MAGIC, sizeof(CB_MAGIC)) == 0;
 }
 
-/* fd starts as a segment does, or was cut short on the way (clockbound-d
- * truncates it when it starts: what is left is a prefix of the magic, or
- * zeros where it was cut while a writer wrote past its start) */
-static int segment_head(int fd)
+/* The file this process last published (its device and inode): a writer
+ * may find it cut short by another program (clockbound-d truncates the
+ * segment when it starts), which leaves it this process's all the same.
+ * Any thread that publishes sets it (atomics: publishing takes no lock). */
+static uint64_t published_dev, published_ino;
+
+/* fd starts as a segment does; or it is the file this process last
+ * published, whatever another program left of it */
+static int segment_head(int fd, const struct stat *st)
 {
-	static const unsigned char zero[8];
+	if (__atomic_load_n(&published_ino, __ATOMIC_ACQUIRE) == (uint64_t)st->st_ino &&
+	    __atomic_load_n(&published_dev, __ATOMIC_ACQUIRE) == (uint64_t)st->st_dev)
+		return 1;
 	unsigned char head[8];
-	ssize_t n = pread(fd, head, sizeof(head), 0);
-	return n >= 0 && (memcmp(head, CB_MAGIC, (size_t)n) == 0 || memcmp(head, zero, (size_t)n) == 0);
+	return pread(fd, head, sizeof(head), 0) == 8 && nc__utc_clockbound_is_segment(head, 8);
 }
 
 /* Where to write: this user's ClockBound segment at path (updated in
@@ -421,7 +427,7 @@ static int open_segment(const char *path, char *tmp, size_t tmplen, int *created
 		int fd = kind ? -1 : open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 		struct stat now;
 		if (!kind && (fd < 0 || fstat(fd, &now) != 0 || now.st_ino != st.st_ino ||
-			      now.st_dev != st.st_dev || now.st_size > 65536 || !segment_head(fd)))
+			      now.st_dev != st.st_dev || now.st_size > 65536 || !segment_head(fd, &now)))
 			kind = "not a ClockBound segment";
 		if (kind) {
 			if (fd >= 0)
@@ -499,6 +505,11 @@ int nc__utc_clockbound_publish(const char *path, const struct nc__clockbound_out
 			rc = -1;
 		}
 		unlink(tmp);
+	}
+	struct stat st;
+	if (rc == 0 && fstat(fd, &st) == 0) {
+		__atomic_store_n(&published_dev, (uint64_t)st.st_dev, __ATOMIC_RELEASE);
+		__atomic_store_n(&published_ino, (uint64_t)st.st_ino, __ATOMIC_RELEASE);
 	}
 	close(fd);
 	return rc;

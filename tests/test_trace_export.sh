@@ -247,5 +247,39 @@ cmp -s "$w/m.k4csv" "$w/m.k4" &&
 	bad "two machines: Perfetto differs: $(diff "$w/m.k4csv" "$w/m.k4" | head -4 | tr '\n' ' ') $(head -2 "$w/m.pf.err")"
 fi
 
+# ---- an export interrupted: its temporary removed, nothing put in place ----
+# SIGINT, SIGTERM and SIGHUP, a file (CSV) and a directory (CTF); the
+# export started with the signals at their default (a background job of
+# a shell starts with SIGINT ignored, and the tool keeps what it was given)
+$tool trace demo "$w/big.nct" --threads 2 --items 200000 >/dev/null || bad "interrupted: demo"
+for sig in INT TERM HUP; do
+	for fmt in csv ctf; do
+		d=$w/sig-$sig-$fmt
+		mkdir "$d"
+		env --default-signal=INT,TERM,HUP "$tool" trace export --format $fmt -o "$d/out.$fmt" \
+			"$w/big.nct" 2>/dev/null &
+		p=$!
+		i=0
+		while [ $i -lt 500 ] && [ -z "$(ls -A "$d")" ]; do
+			sleep 0.01
+			i=$((i + 1))
+		done
+		tmpname=$(ls -A "$d")
+		kill -$sig $p 2>/dev/null
+		wait $p
+		st=$?
+		left=$(ls -A "$d")
+		case $tmpname in
+		.out.$fmt.*)
+			if [ -z "$left" ] && [ $st -gt 128 ]; then
+				ok "interrupted by SIG$sig ($fmt): $tmpname removed, nothing put in place (status $st)"
+			else
+				bad "interrupted by SIG$sig ($fmt): status $st, left: $left"
+			fi ;;
+		*) bad "interrupted by SIG$sig ($fmt): no temporary seen before the signal (found '$tmpname')" ;;
+		esac
+	done
+done
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

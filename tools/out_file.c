@@ -14,6 +14,10 @@
  * written in place.  Anything else is left as it was: a link is not
  * followed, a device is not even opened (opening one can act: a tape
  * rewinds, a watchdog starts), nothing is replaced.
+ *
+ * An export interrupted (SIGINT, SIGTERM, SIGHUP) removes its temporary
+ * before the signal ends the tool (a hidden file of tens of MB was left
+ * behind); a signal the tool was started with ignored stays ignored.
  */
 #include "out_file.h"
 #include "args.h"
@@ -21,6 +25,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +79,70 @@ static char *temp_name(const char *path)
 	if (t)
 		snprintf(t, n, "%.*s.%s.XXXXXX", (int)dl, path, base);
 	return t;
+}
+
+/* The CTF files in a temporary directory, which an interrupted export
+ * removes in its signal handler: only system calls (getdents64, unlinkat,
+ * rmdir) and string compares, which are async-signal-safe. */
+static int ctf_name(const char *name);
+static void remove_dir_in_handler(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	char buf[4096] __attribute__((aligned(8)));
+	long n;
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n;) {
+			/* struct linux_dirent64: ino 8, off 8, reclen 2, type 1, name */
+			unsigned short reclen;
+			memcpy(&reclen, buf + off + 16, 2);
+			const char *name = buf + off + 19;
+			if (ctf_name(name))
+				unlinkat(fd, name, 0);
+			off += reclen;
+		}
+	}
+	close(fd);
+	rmdir(path);
+}
+
+/* The temporary being written, for the handler (the tool writes one
+ * output at a time) */
+static const char *volatile pending_tmp;
+static volatile sig_atomic_t pending_dir;
+
+static void on_interrupt(int sig)
+{
+	const char *t = pending_tmp;
+	if (t) {
+		if (pending_dir)
+			remove_dir_in_handler(t);
+		else
+			unlink(t);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Removed if the tool is interrupted from now on (NULL: nothing) */
+static void pending(const char *tmp, int dir)
+{
+	static int installed;
+	if (tmp && !installed) {
+		installed = 1;
+		static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+			struct sigaction old, sa;
+			memset(&sa, 0, sizeof(sa));
+			sa.sa_handler = on_interrupt;
+			sigemptyset(&sa.sa_mask);
+			if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+				sigaction(sigs[i], &sa, NULL);
+		}
+	}
+	pending_dir = dir;
+	pending_tmp = tmp;
 }
 
 /* renameat2 by its system call: C libraries before glibc 2.28 lack it */
@@ -385,6 +454,7 @@ int nc_out_open(struct nc_out *o, const char *path, nc_out_ours_fn *ours, char *
 		nc_out_close(o, 0, NULL, 0);
 		return say(why, whylen, "%s: cannot create: %s", path, strerror(e));
 	}
+	pending(o->tmp, 0);
 	/* mkostemp made it 0600: a new file gets 0644 less the umask, a
 	 * replaced one keeps its mode (mktemp's 0600 stays private) and,
 	 * where allowed, its group */
@@ -501,6 +571,7 @@ int nc_out_dir_open(struct nc_out *o, const char *path, char *why, size_t whylen
 		nc_out_close(o, 0, NULL, 0);
 		return say(why, whylen, "%s: cannot create: %s", clean, strerror(e));
 	}
+	pending(o->tmp, 1);
 	chmod(o->tmp, o->have_old ? o->old.st_mode & 0777 : 0755 & ~umask_now());
 	o->dirfd = open(o->tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (o->dirfd < 0) {
@@ -680,6 +751,7 @@ int nc_out_close(struct nc_out *o, int ok, char *why, size_t whylen)
 		}
 		if (!ok && !o->keep_tmp)
 			remove_tmp(o);
+		pending(NULL, 0);
 	}
 	if (o->oldfd >= 0)
 		close(o->oldfd);

@@ -6,6 +6,8 @@
 #                   the tests; never changes the machine's clock
 #   make check-destructive  the tests that step and slew the clock (root, and
 #                   NANOCLOCK_TEST_DESTRUCTIVE=1; the clock's state put back after)
+#   make check-disturbed  make check while another process steps and slews the
+#                   clock (the same conditions)
 #   make check SANITIZE=address,undefined | SANITIZE=thread
 #   make check MODE=debug   internal consistency checks compiled in
 #   make bench      build, then run `nanoclock bench`
@@ -140,7 +142,7 @@ STATIC := $(B)/libnanoclock.a
 SHARED := $(B)/libnanoclock.so.$(VERSION)
 TOOL := $(B)/nanoclock
 
-.PHONY: all run check check-destructive bench install uninstall clean examples deps tests check-cross check-inline \
+.PHONY: all run check check-destructive check-disturbed bench install uninstall clean examples deps tests check-cross check-inline \
 	check-symbols check-version man man-tree check-man-fresh print-version print-soversion fuzz-trace \
 	check-hygiene check-valgrind check-matrix fuzz fuzz-run
 all: $(STATIC) $(SHARED) $(TOOL) man-tree
@@ -312,6 +314,10 @@ check-destructive:
 	@[ "$$NANOCLOCK_TEST_DESTRUCTIVE" = 1 ] || { NANOCLOCK_TEST_DESTRUCTIVE= ./scripts/check-destructive $(B); exit 2; }
 	$(MAKE) $(B)/tests/test_real_clock $(B)/tests/test_utc $(B)/tests/clockwatch
 	RUN="$(RUN)" ./scripts/check-destructive $(B)
+# make check while another process steps and slews the clock, as a time
+# daemon may (scripts/check-disturbed; the same refusal and restore).
+check-disturbed:
+	./scripts/check-disturbed
 
 # Cross-build for arm64, ppc64le, riscv64 and i686 and run every test under
 # qemu-user (installs toolchains, qemu and the targets' cmocka as needed).

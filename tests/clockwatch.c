@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/timex.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -203,12 +204,41 @@ static int save(const char *path)
 	return 0;
 }
 
+/* the kernel's rate correction, ppm: its frequency and its tick's */
+static double rate_ppm(const struct timex *tx)
+{
+	long hz = sysconf(_SC_CLK_TCK), nominal = hz > 0 ? 1000000 / hz : 10000;
+	return (double)tx->freq / 65536.0 + (double)(tx->tick - nominal) * 1e6 / (double)nominal;
+}
+
+/* status bits the kernel keeps itself (adjtimex cannot set them) */
+#define RONLY (STA_PPSSIGNAL | STA_PPSJITTER | STA_PPSWANDER | STA_PPSERROR | STA_CLOCKERR | \
+	       STA_NANO | STA_MODE | STA_CLK)
+
 static int put_back(const struct saved *s)
 {
 	int bad = 0;
 	struct timex tx;
-	/* end any PLL offset and adjtime() slew first: left behind, the
-	 * kernel goes on slewing them whatever else is set */
+	/* the time first: a set of the clock clears the kernel's NTP state
+	 * (STA_UNSYNC, the errors at 16 s, the offsets), which is then put
+	 * back.  Where it was going: the saved offset carried forward at the
+	 * saved rate (frequency and tick) */
+	int64_t hw, at, d = offset(&hw, &at);
+	double elapsed = (double)(at - s->at);
+	int64_t want = s->d + (int64_t)(rate_ppm(&s->tx) * 1e-6 * elapsed);
+	if (llabs(d - want) > 20000) {
+		int64_t r = ns(CLOCK_REALTIME) + (want - d);
+		struct timespec ts = {(time_t)(r / 1000000000), (long)(r % 1000000000)};
+		if (clock_settime(CLOCK_REALTIME, &ts) != 0) {
+			fprintf(stderr, "clockwatch: clock_settime: %s\n", strerror(errno));
+			bad = 1;
+		} else {
+			printf("clockwatch: CLOCK_REALTIME stepped %+.1f us back to where it was going\n",
+			       (double)(want - d) / 1e3);
+		}
+	}
+	/* end any PLL offset and adjtime() slew: left behind, the kernel goes
+	 * on slewing them whatever else is set */
 	memset(&tx, 0, sizeof(tx));
 	tx.modes = ADJ_STATUS;
 	tx.status = STA_PLL | STA_FREQHOLD;
@@ -221,11 +251,13 @@ static int put_back(const struct saved *s)
 	bad |= adjtimex(&tx) < 0;
 	memset(&tx, 0, sizeof(tx));
 	/* the time constant in nanosecond mode: in microsecond mode the kernel
-	 * adds 4 to what is set */
+	 * adds 4 to what is set.  The maximum error as the kernel would have
+	 * grown it meanwhile (500 us a second, to 16 s), never the stale one */
 	tx.modes = ADJ_STATUS | ADJ_NANO | ADJ_MAXERROR | ADJ_ESTERROR | ADJ_TIMECONST |
 		   ADJ_FREQUENCY | ADJ_TICK;
-	tx.status = s->tx.status;
-	tx.maxerror = s->tx.maxerror;
+	tx.status = s->tx.status & ~RONLY;
+	double maxerr = (double)s->tx.maxerror + 500.0 * elapsed / 1e9;
+	tx.maxerror = maxerr < 16000000 ? (long)maxerr : 16000000;
 	tx.esterror = s->tx.esterror;
 	tx.constant = s->tx.constant;
 	tx.freq = s->tx.freq;
@@ -234,20 +266,6 @@ static int put_back(const struct saved *s)
 	memset(&tx, 0, sizeof(tx));
 	tx.modes = (s->tx.status & STA_NANO) ? ADJ_NANO : ADJ_MICRO;
 	bad |= adjtimex(&tx) < 0;
-	/* the time: the saved offset carried forward at the saved frequency */
-	int64_t hw, at, d = offset(&hw, &at);
-	int64_t want = s->d + (int64_t)((double)s->tx.freq / 65536e6 * (double)(at - s->at));
-	if (llabs(d - want) > 20000) {
-		int64_t r = ns(CLOCK_REALTIME) + (want - d);
-		struct timespec ts = {(time_t)(r / 1000000000), (long)(r % 1000000000)};
-		if (clock_settime(CLOCK_REALTIME, &ts) != 0) {
-			fprintf(stderr, "clockwatch: clock_settime: %s\n", strerror(errno));
-			bad = 1;
-		} else {
-			printf("clockwatch: CLOCK_REALTIME stepped %+.1f us back to where it was going\n",
-			       (double)(want - d) / 1e3);
-		}
-	}
 	return bad;
 }
 
@@ -279,8 +297,9 @@ static int restore(const char *path)
 	want.constant = s.tx.constant;
 	want.offset = (s.tx.status & STA_NANO) ? s.tx.offset : s.tx.offset * 1000;
 	want.esterror = s.tx.esterror;
-	want.status = s.tx.status;
+	want.status = s.tx.status & ~RONLY;
 	want.ss_offset = 0;
+	got.status &= ~RONLY;
 	got.offset = want.offset; /* a PLL offset is not put back: it was slewed in */
 	char why[160];
 	if (ntp_diff(&want, &got, why, sizeof(why))) {
@@ -312,6 +331,9 @@ static int disturb(int argc, char **argv)
 		return 2;
 	}
 	double secs = atof(argv[0]), period = argc > 1 ? atof(argv[1]) : 10;
+	/* gone with the process that started it (a script killed without its
+	 * trap): SIGTERM, and the clock put back */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	struct saved s;
 	memset(&s, 0, sizeof(s));
 	if (adjtimex(&s.tx) < 0)
@@ -320,6 +342,7 @@ static int disturb(int argc, char **argv)
 	s.d = offset(&hw, &s.at);
 	signal(SIGINT, on_stop);
 	signal(SIGTERM, on_stop);
+	signal(SIGHUP, on_stop);
 	int64_t t0 = ns(CLOCK_MONOTONIC_RAW), stepped = 0;
 	long k = 0;
 	while (!stop && (double)(ns(CLOCK_MONOTONIC_RAW) - t0) / 1e9 < secs) {

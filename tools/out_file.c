@@ -745,13 +745,16 @@ int nc_out_close(struct nc_out *o, int ok, char *why, size_t whylen)
 				       : "; nothing was put there");
 	}
 	if (o->tmp) {
+		/* from the first rename on, the temporary's name may hold what was
+		 * at the output (swapped out, and back if it was not the earlier
+		 * export): no longer the handler's to remove */
+		pending(NULL, 0);
 		if (ok && place(o, why, whylen) != 0) {
 			ok = 0;
 			rc = -1;
 		}
 		if (!ok && !o->keep_tmp)
 			remove_tmp(o);
-		pending(NULL, 0);
 	}
 	if (o->oldfd >= 0)
 		close(o->oldfd);

@@ -134,8 +134,12 @@ int nc__utc_chrony_decode(const unsigned char *p, size_t n, uint32_t seq, int64_
 	int64_t ref_ns = sec < (int64_t)1 << 40 ? sec * 1000000000 + (int64_t)nsec : 0;
 	/* what the reply says of UTC: within bound of CLOCK_REALTIME when
 	 * chronyd answered, so its reference time (its clock's last update)
-	 * cannot be later than that (figures older than the horizon are
-	 * refused by core.c, for every source) */
+	 * cannot be later than that; and chronyd grows its root dispersion
+	 * from that update by at least its maximum clock error (1 ppm by
+	 * default): a dispersion under a hundredth of that over the reference
+	 * time's age is no figure chronyd states (a month-old reference time
+	 * with a 1 us bound).  An old reference time is otherwise honest:
+	 * chronyd polls up to every 1024 s by default, more when set. */
 	double bound = fabs(corr) + delay / 2 + disp;
 	const char *bad = NULL;
 	if (!(fabs(corr) <= 1000) || !(delay >= 0 && delay <= 64) || !(disp >= 0 && disp <= 64))
@@ -148,6 +152,8 @@ int nc__utc_chrony_decode(const unsigned char *p, size_t n, uint32_t seq, int64_
 		bad = "a bound of 0";
 	else if (sec < 0 || sec >= (int64_t)1 << 40 || (double)(ref_ns - now_real_ns) > bound * 1e9)
 		bad = "a reference time in the future";
+	else if (disp < (double)(now_real_ns - ref_ns) * 1e-9 * MAX_CLOCK_ERROR_PPM * 1e-6 / 100)
+		bad = "a root dispersion too small for the reference time's age";
 
 	if (bad) {
 		nc__fmt(f->why, sizeof(f->why), "chronyd's tracking report has %s: refused", bad);

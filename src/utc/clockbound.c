@@ -302,6 +302,10 @@ static int cb_ask(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__lib_loc
 				"client refuses it", vwhy);
 			return 1;
 		} else if (marker != g.marker) {
+			/* watched from this page's marker: the reads stop asking
+			 * again until the page moves once more */
+			f->watch_addr = addr;
+			f->watch_val = marker;
 			f->status = NC_UTC_DISRUPTED;
 			nc__fmt(f->why, sizeof(f->why), "ClockBound's disruption marker %llu differs from "
 				"the VMClock page's %llu: the VM moved since clockbound-d's last update",
@@ -368,6 +372,16 @@ static void encode(unsigned char c[CB_SIZE_V2], const struct nc__clockbound_out 
  * begins, which is the order a reader's mapping sees.  0, or -1 (errno). */
 static int store(int fd, const struct nc__clockbound_out *o)
 {
+	/* two of this library's writers on one segment take turns (an open
+	 * file description's lock: released with the descriptor); the
+	 * generation's read and its two writes are then one writer's */
+	struct flock fl;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	while (fcntl(fd, F_OFD_SETLKW, &fl) != 0)
+		if (errno != EINTR)
+			break; /* (no OFD locks here: one writer is the rule) */
 	uint16_t g = 0;
 	if (pread(fd, &g, 2, 14) != 2)
 		g = 0; /* a file cut short by someone else: written whole again */
@@ -399,11 +413,18 @@ static uint64_t published_dev, published_ino;
  * published, whatever another program left of it */
 static int segment_head(int fd, const struct stat *st)
 {
-	if (__atomic_load_n(&published_ino, __ATOMIC_ACQUIRE) == (uint64_t)st->st_ino &&
-	    __atomic_load_n(&published_dev, __ATOMIC_ACQUIRE) == (uint64_t)st->st_dev)
-		return 1;
 	unsigned char head[8];
-	return pread(fd, head, sizeof(head), 0) == 8 && nc__utc_clockbound_is_segment(head, 8);
+	ssize_t n = pread(fd, head, sizeof(head), 0);
+	if (n == 8 && nc__utc_clockbound_is_segment(head, 8))
+		return 1;
+	/* what another program left of this process's segment: no longer than
+	 * one, starting blank or as the magic does (an inode number reused by
+	 * another file of this user's is not enough) */
+	static const unsigned char zero[8];
+	return n >= 0 && st->st_size <= CB_SIZE_V2 &&
+	       __atomic_load_n(&published_ino, __ATOMIC_ACQUIRE) == (uint64_t)st->st_ino &&
+	       __atomic_load_n(&published_dev, __ATOMIC_ACQUIRE) == (uint64_t)st->st_dev &&
+	       (memcmp(head, zero, (size_t)n) == 0 || memcmp(head, CB_MAGIC, (size_t)n) == 0);
 }
 
 /* Where to write: this user's ClockBound segment at path (updated in

@@ -193,18 +193,6 @@ static void take(const struct nc__utc_fix *f) NC_REQUIRES(nc__lib_lock)
 		u.have_good = 0;
 		u.prev_slew_ns = 0;
 		nc__copy(u.last_why, sizeof(u.last_why), f->why);
-	} else if ((f->status == NC_UTC_SYNCHRONISED || f->status == NC_UTC_FREE_RUNNING) &&
-		   f->as_of_ns && (double)(nc__ref.real() - f->as_of_ns) > u.horizon_s * 1e9) {
-		/* figures as of longer ago than the horizon: none a source
-		 * still keeping time states (chronyd's reference time, a
-		 * segment's as-of): refused, free-running from the last good */
-		if (u.have_good && !u.lost)
-			nc__log(NC_LOG_INFO, "UTC source %s: figures older than the horizon: refused",
-				u.src->name);
-		u.lost = 1;
-		nc__fmt(u.last_why, sizeof(u.last_why), "%s: figures as of %.0f s ago, older than the "
-			"horizon (%.0f s): refused", u.src->name,
-			(double)(nc__ref.real() - f->as_of_ns) / 1e9, u.horizon_s);
 	} else if (f->status == NC_UTC_SYNCHRONISED || f->status == NC_UTC_FREE_RUNNING) {
 		/* figures asked for after the latest step know of it */
 		if (u.step_ns > 0 && (int64_t)(f->q_tick - u.step_tick) > 0)
@@ -335,6 +323,9 @@ static int utc_read(struct nc_utc *out, double *raised);
  * source's figures refused, read as unknown), else NC_EUNKNOWN */
 static int start_result(void) NC_REQUIRES(nc__lib_lock)
 {
+	/* as a read would: an overdue epoch refreshed first (the lock held
+	 * here, the read could not) */
+	nc__timeline_refresh_if_due(&nc__wall_timeline);
 	struct nc_utc r;
 	double raised;
 	return utc_read(&r, &raised) == NC_UTC_SYNCHRONISED ? 0 : NC_EUNKNOWN;

@@ -235,7 +235,7 @@ static int is_page(const struct page *pg)
 
 /* The fix from a usable page: the line and the page at one counter value,
  * their difference and the page's stated error its bound. */
-static void line_against_page(struct nc__utc_fix *f, const struct page *pg)
+static int line_against_page(struct nc__utc_fix *f, const struct page *pg)
 	NC_REQUIRES(nc__lib_lock)
 {
 	struct nc_impl_copy ln;
@@ -253,8 +253,14 @@ static void line_against_page(struct nc__utc_fix *f, const struct page *pg)
 				  ? ldexp((double)pg->maxerr_rate, -(64 + pg->shift)) * 1e9
 				  : per_ns * 50e-6; /* unstated: the counters' usual +-50 ppm */
 	double line_per = ((double)ln.mul_int + ldexp((double)ln.mul_frac, -64));
+	/* a page far from the line (a counter value or period of another
+	 * world) or stating an error of hours gives no bound: its figures
+	 * would not fit the integers that carry them */
+	double bound = fabs(diff) + (double)pg->maxerr_ns + fabs(dt) * rate_err + 1;
+	if (!(fabs(diff) < 1e15) || !(bound <= 1e12))
+		return -1;
 	f->status = pg->status == 2 ? NC_UTC_SYNCHRONISED : NC_UTC_FREE_RUNNING;
-	f->bound_ns = fabs(diff) + (double)pg->maxerr_ns + fabs(dt) * rate_err + 1;
+	f->bound_ns = bound;
 	f->slew_ns = 0; /* the line itself was measured against the page */
 	f->on_line = 1;
 	f->drift_ppm = (fabs(line_per - per_ns) + rate_err) / per_ns * 1e6;
@@ -262,6 +268,7 @@ static void line_against_page(struct nc__utc_fix *f, const struct page *pg)
 	f->as_of_ns = line_ns - (int64_t)diff;
 	nc__fmt(f->why, sizeof(f->why), "VMClock: maximum error %llu ns, the line %+.0f ns off the "
 		"page", (unsigned long long)pg->maxerr_ns, diff);
+	return 0;
 }
 
 static int vm_ask(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__lib_lock)
@@ -326,7 +333,12 @@ static int vm_ask(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__lib_loc
 	}
 	vm.marker = pg.marker;
 	vm.have_marker = 1;
-	line_against_page(f, &pg);
+	if (line_against_page(f, &pg) != 0) {
+		memset(f, 0, sizeof(*f));
+		f->status = NC_UTC_UNKNOWN;
+		f->drop = 1;
+		nc__fmt(f->why, sizeof(f->why), "the VMClock page states values out of range: no bound");
+	}
 	return 1;
 }
 

@@ -1414,14 +1414,14 @@ static void case_clockbound_daemon(const char *arg)
 		 "size,ver,gen=struct.unpack_from(\"=IHH\",b,8)\n"
 		 "a,an,v,vn,bound,marker,drift,status=struct.unpack_from(\"=qqqqqQIi\",b,16)\n"
 		 "assert size>=len(b)-0 and ver==2 and gen%%2==0 and status==1,(size,ver,gen,status)\n"
-		 "print(bound,drift,(v*10**9+vn)-(a*10**9+an))' > %s/decoded", seg, dir);
+		 "print(bound,drift,(v*10**9+vn)-(a*10**9+an),a*10**9+an)' > %s/decoded", seg, dir);
 	int rc = system(cmd);
 	char dp[128];
 	snprintf(dp, sizeof(dp), "%s/decoded", dir);
 	FILE *f = fopen(dp, "r");
-	long long bound = -1, drift = -1, void_after = -1;
+	long long bound = -1, drift = -1, void_after = -1, as_of = -1;
 	if (f) {
-		CHECK(fscanf(f, "%lld %lld %lld", &bound, &drift, &void_after) == 3);
+		CHECK(fscanf(f, "%lld %lld %lld %lld", &bound, &drift, &void_after, &as_of) == 4);
 		fclose(f);
 	}
 	double want = (0.0125 + 0.0001 + 0.00005) * 1e9;
@@ -1431,14 +1431,22 @@ static void case_clockbound_daemon(const char *arg)
 	 * float encoding) */
 	CHECK(rc == 0 && bound >= want && bound < want + 1000 && drift >= 1051 && drift <= 1052 &&
 	      void_after > 0);
-	/* and read back by nanoclock itself */
+	/* and read back by nanoclock itself: synchronised, or free-running
+	 * where the source's figures the daemon published (its as-of is the
+	 * source's) are over 5 s old by now (valgrind runs all this slowly) */
 	char v[128];
 	snprintf(v, sizeof(v), "clockbound:%s", seg);
 	setenv("NANOCLOCK_UTC_SOURCE", v, 1);
-	CHECK(nc_utc_start() == 0);
+	int src = nc_utc_start();
 	struct nc_utc u;
 	int64_t a = real_ns();
-	CHECK(nc_utc_now(&u) == NC_UTC_SYNCHRONISED);
+	int st = nc_utc_now(&u);
+	double age_s = (double)(coarse_ns() - as_of) / 1e9;
+	fprintf(stderr, "case: read back %.3f s after the figures: %s\n", age_s, nc_utc_status_name(st));
+	if (age_s < 4.9)
+		CHECK(src == 0 && st == NC_UTC_SYNCHRONISED);
+	else
+		CHECK(st == NC_UTC_FREE_RUNNING || st == NC_UTC_SYNCHRONISED);
 	check_holds(&u, a, real_ns(), truth_shift());
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	(void)!system(cmd);
@@ -1568,6 +1576,11 @@ static void vm_make(const struct vmpage *g)
 	CHECK(fd >= 0 && ftruncate(fd, 4096) == 0);
 	void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	CHECK(m != MAP_FAILED);
+	/* the library's own mapping of the page, as of a device's (a seqlock
+	 * read through other addresses than the writer's, as a hypervisor's
+	 * page is: TSan sees no race of the test's making) */
+	void *lib = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	CHECK(lib != MAP_FAILED);
 	close(fd);
 	vm_map = m;
 	unsigned char b[112];
@@ -1578,7 +1591,7 @@ static void vm_make(const struct vmpage *g)
 	 * very next read (a file at the path is read at each refresh: the
 	 * vmclock_file_* cases) */
 	nc__lock();
-	nc__utc_vmclock_test_page(vm_map);
+	nc__utc_vmclock_test_page(lib);
 	nc__unlock();
 }
 

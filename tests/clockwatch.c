@@ -286,10 +286,6 @@ static int restore(const char *path)
 		return 1;
 	}
 	struct ntp want, got;
-	struct timex tx;
-	memset(&tx, 0, sizeof(tx));
-	adjtimex(&tx);
-	(void)tx;
 	if (ntp_read(&got) != 0)
 		return 1;
 	want.freq = s.tx.freq;
@@ -343,7 +339,7 @@ static int disturb(int argc, char **argv)
 	signal(SIGINT, on_stop);
 	signal(SIGTERM, on_stop);
 	signal(SIGHUP, on_stop);
-	int64_t t0 = ns(CLOCK_MONOTONIC_RAW), stepped = 0;
+	int64_t t0 = ns(CLOCK_MONOTONIC_RAW);
 	long k = 0;
 	while (!stop && (double)(ns(CLOCK_MONOTONIC_RAW) - t0) / 1e9 < secs) {
 		struct timex tx;
@@ -358,8 +354,8 @@ static int disturb(int argc, char **argv)
 		if (step) {
 			int64_t r = ns(CLOCK_REALTIME) + step;
 			struct timespec ts = {(time_t)(r / 1000000000), (long)(r % 1000000000)};
-			if (clock_settime(CLOCK_REALTIME, &ts) == 0)
-				stepped += step;
+			if (clock_settime(CLOCK_REALTIME, &ts) != 0)
+				perror("clockwatch disturb: clock_settime");
 		} else if (adjtimex(&tx) < 0) {
 			perror("clockwatch disturb: adjtimex");
 		}
@@ -371,7 +367,6 @@ static int disturb(int argc, char **argv)
 		while (nanosleep(&p, &p) != 0 && errno == EINTR && !stop)
 			;
 	}
-	(void)stepped;
 	int rc = put_back(&s);
 	printf("clockwatch disturb: %ld disturbances; clock %s\n", k, rc ? "NOT restored" : "restored");
 	return rc;

@@ -154,7 +154,8 @@ static void utc_error_text(const struct nc_unix_status *st, char *buf, size_t le
 static void unix_status_json(const struct nc_unix_status *st, int depth)
 {
 	struct jobj o = {depth, 0};
-	jfmt(&o, "synchronised", "%s", jtri(st->synchronised));
+	/* the kernel's word (adjtimex), not the UTC source's: utc_status */
+	jfmt(&o, "kernel_synchronised", "%s", jtri(st->synchronised));
 	jfmt(&o, "kernel_state", "%d", st->kernel_state);
 	jfmt(&o, "leap_pending", "%d", st->leap_pending);
 	jfmt(&o, "tai_offset_s", "%d", st->tai_offset_s);
@@ -910,6 +911,24 @@ static void init_error_line(int rc)
 		detail = in.hz_env_status;
 	} else if (in.calib_status[0]) {
 		detail = in.calib_status; /* names its variable */
+	} else {
+		/* NANOCLOCK_SHARED refused: the shared record's status says why */
+		static struct nc_shared_status sh;
+		nc_get_shared_status(&sh);
+		const char *p = strstr(sh.status, "NANOCLOCK_SHARED refused");
+		if (p) {
+			/* it sits inside "off (...)": the closing parenthesis
+			 * left over is not the reason's */
+			static char buf[sizeof(sh.status)];
+			snprintf(buf, sizeof(buf), "%s", p);
+			int depth = 0;
+			for (const char *c = buf; *c; c++)
+				depth += (*c == '(') - (*c == ')');
+			size_t l = strlen(buf);
+			if (depth < 0 && l && buf[l - 1] == ')')
+				buf[l - 1] = 0;
+			detail = buf;
+		}
 	}
 	fprintf(stderr, "nanoclock: nc_init: %s%s%s%s%s (the clock runs on its defaults)\n",
 		nc_strerror(rc), what[0] || detail[0] ? ": " : "", what, what[0] && detail[0] ? " " : "",

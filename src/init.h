@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The top of the library: initialisation (init.c) and the public entry
+/* The core's public face: initialisation (init.c) and the public entry
  * points (api.c, info.c).  Only public entry points call these: those
- * here, and the public functions of src/sync/ and src/trace/, which sit
- * beside the clocks and call up to here (nothing here calls them). */
+ * here, and the public functions of the layers above (docs/architecture.md). */
 #ifndef NC_INIT_H
 #define NC_INIT_H
 

@@ -2,10 +2,8 @@
 /* The tests' view of the library's internals: every internal header, for
  * the test programs and fuzzers that drive the library's hidden functions
  * (they link the static archive).  The library's own files never include
- * it: each includes the headers of what it uses, and dependencies run one
- * way: base <- counter <- rate <- clock <- the top (init, api, info);
- * shared, utc, sync and trace sit between (scripts/check-layers checks
- * the order from the objects' symbols). */
+ * it: each includes the headers of what it uses, down the layers of
+ * docs/architecture.md (scripts/check-layers enforces them). */
 #ifndef NC_INTERNAL_H
 #define NC_INTERNAL_H
 

@@ -9,7 +9,7 @@
  *   select.c    the choice among the candidates
  *   current.c   the counter in use (owner of its state)
  *
- * Depends on src/base/ only. */
+ * Its layer, and what a new counter must provide: docs/architecture.md. */
 #ifndef NC_COUNTER_H
 #define NC_COUNTER_H
 

@@ -6,8 +6,9 @@
  *   sources.c    the rule for believing a stated rate
  *   rate.c       the rate in use and the measured one (owner of that state)
  *
- * Depends on src/base/ only: the counter and the reference clock come in
- * through struct nc__calib_io. */
+ * The counter and the reference clock come in through struct
+ * nc__calib_io, so a test can calibrate a simulated world (the layers:
+ * docs/architecture.md). */
 #ifndef NC_RATE_H
 #define NC_RATE_H
 

@@ -2,8 +2,7 @@
 /* The shared calibration record (src/shared/): record.c owns its format,
  * the trust rules, and this process's view of it (status, guarded by
  * nc__lib_lock, which the functions here require but nc__shared_flush,
- * which takes it).  Depends on base, counter and rate; clock and the top
- * (init, api) call it. */
+ * which takes it).  Its layer: docs/architecture.md. */
 #ifndef NC_SHARED_H
 #define NC_SHARED_H
 

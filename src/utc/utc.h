@@ -3,8 +3,8 @@
  * interface, one file each (adjtimex.c, chrony.c), and core.c, which
  * chooses one, asks it at each refresh of nc_unix_ns's tie and publishes
  * the bound beside the tie's epoch for nc_utc_now (nanoclock_impl.h).
- * Depends on base, counter, rate and clock; the top (api.c, info) calls
- * it.  core.c owns the state, guarded by nc__lib_lock. */
+ * Its place in the layers, and what a new source must provide:
+ * docs/architecture.md.  core.c owns the state, guarded by nc__lib_lock. */
 #ifndef NC_UTC_UTC_H
 #define NC_UTC_UTC_H
 

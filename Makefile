@@ -99,7 +99,8 @@ HEADERS := $(sort $(wildcard include/*.h include/*.hpp))
 TOOL_SRC := $(sort $(wildcard tools/*.c) $(wildcard bench/*.c))
 TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/%.o)
 # the tool sees only the public headers (and its own): the compiler
-# refuses an include of the library's internals
+# refuses an include of the library's internals, but for the one it shares
+# by its relative path, src/base/safefile.h (where a writer may write)
 $(TOOL_OBJ): ALL_CFLAGS = $(filter-out -Isrc,$(BASE_CFLAGS)) $(CPPFLAGS) $(CFLAGS)
 
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -257,6 +258,7 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 		if ./scripts/check-hygiene $(B); then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if ./scripts/check-bind-now $(B) "$(BIND_NOW)" "$(LDFLAGS)"; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if ./scripts/check-layers $(B); then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+		if ./scripts/check-paths; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if ./tests/test_install_deps.sh; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if logrun check-man-fresh ./scripts/check-man-fresh; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if ./scripts/check-guarantees; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \

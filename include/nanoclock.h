@@ -269,8 +269,9 @@ NC_API int nc_utc_publish_clockbound(const char *path, char *why, size_t whylen)
 
 /* ---- conversion parameters you hold ---------------------------------------
  * A duration of d ticks is d * ns_per_tick nanoseconds, with ns_per_tick held
- * as a 64.64 fixed-point number: ns_int + ns_frac / 2^64.  See src/conv.c for
- * how the fields are computed and for the proof of the 1 ns error bound. */
+ * as a 64.64 fixed-point number: ns_int + ns_frac / 2^64.  See
+ * src/rate/conv.c for how the fields are computed and for the proof of the
+ * 1 ns error bound. */
 typedef struct nc_conv {
 	uint64_t ns_int;  /* integer part of ns per tick */
 	uint64_t ns_frac; /* fraction of ns per tick, in units of 2^-64 */

@@ -7,7 +7,7 @@
  * between any two CPUs' counters, each CPU's shift interval against a base
  * CPU, whether readings taken one after another (on the same or different
  * CPUs) were monotonic, whether the counters ran at the same pace and
- * advanced at all, and how much evidence there was.  See src/sync.c.
+ * advanced at all, and how much evidence there was.  See src/sync/.
  */
 #ifndef NANOCLOCK_SYNC_H
 #define NANOCLOCK_SYNC_H

@@ -8,8 +8,9 @@
  * reports it as HWCAP2_ECV.  The inline fast path (nanoclock_impl.h) reads
  * either; these readers serve selection and calibration.
  * Where firmware or an erratum workaround denies EL0 access to the
- * counter, Linux traps the read and emulates it (arm64 traps.c handles
- * CNTVCT_EL0, CNTVCTSS_EL0 and CNTFRQ_EL0): the read never faults, it is
+ * counter, Linux traps the read and emulates it (its
+ * arch/arm64/kernel/traps.c handles CNTVCT_EL0, CNTVCTSS_EL0 and
+ * CNTFRQ_EL0): the read never faults, it is
  * only slow, and selection's cost measurement then prefers the OS clock.
  * So the probe needs no signal trap. */
 #include "counter.h"

@@ -183,7 +183,7 @@ static int read_cpuinfo(struct nc__machine_files *f, char *text, size_t size)
 }
 
 /* The kernel's own opinion of the TSC: reported, never obeyed (see the
- * TSC policy in counters/x86_tsc.c). */
+ * TSC policy in x86_tsc.c). */
 static void tsc_distrust(struct nc_kernel_view *kv, const struct nc__machine_files *f)
 {
 	kv->tsc_unstable = -1;

@@ -2,7 +2,7 @@
 /* Running code that may fault — an application counter's read, which
  * nothing can vouch for in advance — without taking the process down, and
  * without leaving a trace.  The built-in counters never come here: their
- * availability is asked of the system (see the files in src/counters).
+ * availability is asked of the system (see the files in src/counter/).
  *
  * For the duration of fn(), SIGILL, SIGSEGV, SIGBUS and SIGFPE get our
  * handler, and are unblocked in the probing thread (a synchronous fault

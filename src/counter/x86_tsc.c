@@ -8,7 +8,7 @@
  * meaningless TSC_AUX, so the flag is tested, never the instruction.
  * Nothing here executes an instruction that might fault: CPUID says
  * whether there is a TSC, prctl(PR_GET_TSC) whether this thread may read
- * it (kernel.c), so the TSC is probed without trapping signals. */
+ * it (machine.c), so the TSC is probed without trapping signals. */
 #include "counter.h"
 #include "base/fmt.h"
 
@@ -112,7 +112,7 @@ static void cpuid_hv(struct nc_hz_source *s, const struct nc__cpuid *c)
 }
 
 /* Cheap sources only, the hardware's own first.  The kernel's perf-page
- * conversion is read later (freq_sources.c). */
+ * conversion is read later (stated.c). */
 NC_START static int tsc_stated(const struct nc__machine *m, struct nc_hz_source *out, int max)
 {
 	if (max < 4 || !m->kernel_read)

@@ -2,7 +2,7 @@
 /*
  * The cross-CPU check's collection: the threads that take the readings
  * (CAS-ordered probes, or one thread switching CPUs) and the API.  What
- * the readings mean is sync_analysis.c's business.
+ * the readings mean is analysis.c's business.
  */
 #include "sync_internal.h"
 #include "base/fmt.h"

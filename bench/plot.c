@@ -27,6 +27,8 @@
  * an earlier plot's (below: the plot's directory and its files).
  */
 #include "bench.h"
+/* the one internal header the tool shares with the library */
+#include "../src/base/safefile.h"
 
 #include <nanoclock_info.h>
 
@@ -152,21 +154,6 @@ static int file_ok(const struct pdir *d, const char *name)
 	return 0;
 }
 
-/* mkdir -p of the directories above dir */
-static void make_parents(const char *dir)
-{
-	char p[4096];
-	snprintf(p, sizeof(p), "%s", dir);
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = 0;
-		if (mkdir(p, 0777) != 0 && errno != EEXIST)
-			return; /* the directory's own mkdir says why */
-		*s = '/';
-	}
-}
-
 /* Is the directory (open as d->fd) empty, or an earlier plot's? 1, 0, or
  * -1 with errno */
 static int dir_is_ours(const struct pdir *d)
@@ -207,11 +194,13 @@ static int plot_dir_open(struct pdir *d, const char *dir)
 		d->name[--l] = 0;
 	d->fd = -1;
 	struct stat st;
-	char k[64], t[256];
+	char k[64], t[256], why[600];
+	/* the folders on the way (made where missing) */
+	if (nc__safe_path(d->name, NC_SAFE_MKDIR, why, sizeof(why)) != 0)
+		return plot_fail("%s; left alone", why);
 	if (lstat(d->name, &st) != 0) {
 		if (errno != ENOENT)
 			return plot_fail("%s: %s", d->name, strerror(errno));
-		make_parents(d->name);
 		if (mkdir(d->name, 0755) != 0 && errno != EEXIST)
 			return plot_fail("cannot create %s: %s", d->name, strerror(errno));
 		if (lstat(d->name, &st) != 0)

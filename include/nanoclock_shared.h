@@ -44,7 +44,10 @@ __attribute__((visibility("default"))) int nc_get_shared_status(struct nc_shared
 /* Write this process's rate and tie as a record at path (NULL: this
  * user's default record): where nothing is, or over a record of this
  * user's, atomically (readers see one or the other, whole); anything else
- * at path is left alone (NC_ESYS, errno EEXIST, why[] says what is there).  A
+ * at path is left alone (NC_ESYS, errno EEXIST, why[] says what is there),
+ * and a link or folder on the way that another user made in a
+ * world-writable sticky folder such as /tmp is not gone through (NC_ESYS,
+ * errno ELOOP).  A
  * cross-CPU verdict (NC_SYNC_*, or -1 for none) with its maximum shift and
  * the number of CPUs may be recorded with it.  0, or NC_EINVAL (relative
  * or too long path, an OS clock's exact rate needs no record, a rate

@@ -86,7 +86,9 @@ struct nc_trace_buf; /* one thread's buffer (layout below: ABI) */
  * user's empty file or an earlier trace (emptied; it keeps its mode), a
  * FIFO, or /dev/null; anything else is left as it was: another file or
  * another user's, a socket, a device (NC_TRACE_EIO, errno EEXIST), a
- * directory (EISDIR), a symbolic link, never followed (ELOOP).  A FIFO must
+ * directory (EISDIR), a symbolic link, never followed (ELOOP).  Nor is a
+ * link or folder on the way that another user made in a world-writable
+ * sticky folder such as /tmp gone through (ELOOP).  A FIFO must
  * have a reader already (else NC_TRACE_EIO, errno ENXIO, at once).  A
  * write error later, a FIFO's reader gone included, is returned by
  * nc_trace_flush / nc_trace_close with errno set to the write's (EPIPE,

@@ -20,6 +20,8 @@
 #     one writable by others, one of other files, an earlier plot's with a
 #     link, a FIFO or another user's file among its names; a new directory
 #     and an earlier plot's drawn (a hard link to an old PNG kept);
+#   - nothing of a stranger's gone through on the way: a link or a folder
+#     another user made in a world-writable sticky folder (root);
 #   - a full disk (root: a 16 KB tmpfs in a mount namespace of its own)
 #     names the path and the reason (No space left on device), and an
 #     earlier export there stays.
@@ -380,6 +382,43 @@ for U in $users; do
 		bad "$U: --plot again: $(cat "$w/err"); kept.png before '$before' after '$(snap "$d/kept.png")'"
 	fi
 done
+
+# ---- the way to the output: nothing of a stranger's in a sticky folder ----
+# A link or a folder that another user made in a world-writable sticky
+# folder (here $pub, as /tmp) is never gone through on the way to an
+# output, whatever fs.protected_symlinks says (it is 0 on some machines):
+# its owner may point it anywhere, at any time.
+if [ "$(id -u)" = 0 ]; then
+	prey=$w/prey
+	mkdir -m 777 "$prey"
+	ln -s "$prey" "$pub/evil" && chown -h nobody "$pub/evil"
+	mkdir -m 777 "$pub/theirs" && chown nobody "$pub/theirs"
+	for via in evil theirs; do
+		p=$pub/$via/out.csv
+		refused root "-o past a stranger's $via in a sticky folder" "not followed" "$p" "$T" trace export --format csv -o "$p" "$w/t.nct"
+		p=$pub/$via/out-ctf
+		refused root "-o (ctf) past a stranger's $via in a sticky folder" "not followed" "$p" "$T" trace export --format ctf -o "$p" "$w/t.nct"
+		p=$pub/$via/plot
+		refused root "--plot past a stranger's $via in a sticky folder" "not followed" "$p" "$T" bench --plot "$p" --quick --seconds 0.1
+		p=$pub/$via/deeper/plot
+		refused root "--plot (folders to make) past a stranger's $via" "not followed" "$p" "$T" bench --plot "$p" --quick --seconds 0.1
+	done
+	if [ -z "$(ls -A "$prey")" ]; then
+		ok "nothing written where the stranger's link leads"
+	else
+		bad "written where the stranger's link leads: $(ls -A "$prey")"
+	fi
+	# this user's own link there is followed as usual
+	ln -s "$prey" "$pub/mine"
+	if export_to root csv "$pub/mine/out.csv" && is_csv "$prey/out.csv"; then
+		ok "-o through this user's own link in a sticky folder: written"
+	else
+		bad "-o through this user's own link: $(cat "$w/err")"
+	fi
+	rm -rf "$pub/evil" "$pub/theirs" "$pub/mine" "$prey"
+else
+	skipped root "not root: no link of another user's can be planted; the way to an output not tested"
+fi
 
 echo "tests/test_outputs.sh: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

@@ -21,6 +21,8 @@
  */
 #include "out_file.h"
 #include "args.h"
+/* the one internal header the tool shares with the library */
+#include "../src/base/safefile.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -145,7 +147,7 @@ static void pending(const char *tmp, int dir)
 	pending_tmp = tmp;
 }
 
-/* renameat2 by its system call: C libraries before glibc 2.28 lack it */
+/* renameat2 (safefile.h), or the lack of it when a test asks */
 static int rename2(const char *from, const char *to, unsigned flags)
 {
 #ifdef NC_OUT_TEST
@@ -154,18 +156,9 @@ static int rename2(const char *from, const char *to, unsigned flags)
 		return -1;
 	}
 #endif
-#ifdef SYS_renameat2
-	return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, flags);
-#else
-	(void)from, (void)to, (void)flags;
-	errno = ENOSYS;
-	return -1;
-#endif
+	return nc__rename2(AT_FDCWD, from, AT_FDCWD, to, flags);
 }
-
-/* No renameat2 in the kernel (ENOSYS) or the file system (EINVAL), or a
- * sandbox denies it (EPERM) */
-static int unsupported(int e) { return e == ENOSYS || e == EINVAL || e == EPERM || e == ENOTSUP; }
+#define unsupported nc__rename2_unsupported
 
 static int same(const struct stat *a, const struct stat *b)
 {
@@ -423,6 +416,8 @@ int nc_out_open(struct nc_out *o, const char *path, nc_out_ours_fn *ours, char *
 	}
 	if (path[0] == 0 || path[strlen(path) - 1] == '/')
 		return say(why, whylen, "%s: not a file name", path);
+	if (nc__safe_path(path, 0, why, whylen) != 0)
+		return -1;
 	int wfd;
 	int at = look(path, ours, &o->old, &o->oldfd, &wfd, why, whylen);
 	if (at == AT_REFUSED)
@@ -558,6 +553,8 @@ int nc_out_dir_open(struct nc_out *o, const char *path, char *why, size_t whylen
 	base = base ? base + 1 : clean;
 	if (!l || !strcmp(base, ".") || !strcmp(base, ".."))
 		return say(why, whylen, "%s: a name for the output directory is needed", path);
+	if (nc__safe_path(clean, 0, why, whylen) != 0)
+		return -1;
 	int at = look_dir(clean, &o->old, why, whylen);
 	if (at == AT_REFUSED)
 		return -1;

@@ -35,6 +35,7 @@
 #include "../base/lock.h"
 #include "../base/log.h"
 #include "../base/refclock.h"
+#include "../base/safefile.h"
 #include "../counter/counter.h"
 #include "nanoclock.h"
 #include "nanoclock_shared.h"
@@ -677,18 +678,9 @@ static int replaceable(const char *path, struct stat *id, char *why, size_t len)
 #endif
 static int rename2(const char *from, const char *to, unsigned flags)
 {
-#ifdef SYS_renameat2
-	return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, flags);
-#else
-	(void)from, (void)to, (void)flags;
-	errno = ENOSYS;
-	return -1;
-#endif
+	return nc__rename2(AT_FDCWD, from, AT_FDCWD, to, flags);
 }
-
-/* The kernel or the file system has no renameat2 (ENOSYS, EINVAL), or a
- * sandbox denies it (EPERM) */
-static int unsupported(int e) { return e == ENOSYS || e == EINVAL || e == EPERM || e == ENOTSUP; }
+#define unsupported nc__rename2_unsupported
 
 /* tmp put at path where nothing is: never over something that appeared
  * there meanwhile (EEXIST).  Without renameat2, link() refuses the same. */
@@ -840,6 +832,8 @@ static int write_rec(const char *path, struct rec *r, char *why, size_t len)
 	}
 	memcpy(tmp, path, pl);
 	memcpy(tmp + pl, ".new", 5);
+	if (nc__safe_path(path, 0, why, len) != 0)
+		return NC_ESYS;
 	struct stat id, st, mine;
 	int there = replaceable(path, &id, why, len);
 	if (there < 0) {

@@ -22,6 +22,7 @@
  */
 #include "trace_internal.h"
 #include "nanoclock_shared.h"
+#include "../base/safefile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -324,11 +325,15 @@ static void write_domain(struct nc_trace *t)
  * a regular file of this user's that is empty (mktemp's) or a nanoclock
  * trace (emptied; its mode kept).  Never anything else: a text file, another
  * user's file, a socket, a device (EEXIST), a directory (EISDIR), or through
- * a symbolic link (ELOOP): a wrong path must not cost the user a file.  The
+ * a symbolic link (ELOOP), nor past a stranger's name in a world-writable
+ * sticky folder (ELOOP, safefile.h): a wrong path must not cost the user a
+ * file.  The
  * descriptor (O_NONBLOCK still set), or -1 with errno. */
 static int open_file(const char *path)
 {
 	const int fl = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+	if (nc__safe_path(path, 0, NULL, 0) != 0)
+		return -1; /* ELOOP: a stranger's link or folder on the way */
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | fl, 0644);
 	if (fd >= 0 || errno != EEXIST)
 		return fd;
@@ -345,7 +350,7 @@ static int open_file(const char *path)
 	 * be another file emptied) */
 	if (!((S_ISFIFO(st.st_mode) && st.st_uid == geteuid()) ||
 	      (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3)) ||
-	      (reg && st.st_uid == geteuid() && st.st_nlink == 1))) {
+	      nc__safe_ours(&st))) {
 		errno = EEXIST;
 		return -1;
 	}

@@ -44,6 +44,7 @@
  */
 #include "utc.h"
 #include "../base/fmt.h"
+#include "../base/safefile.h"
 #include "../counter/counter.h"
 #include "../rate/rate.h"
 
@@ -503,6 +504,8 @@ int nc__utc_clockbound_publish(const char *path, const struct nc__clockbound_out
 		errno = ENAMETOOLONG;
 		return -1;
 	}
+	if (nc__safe_path(path, 0, why, len) != 0)
+		return -1;
 	int fresh;
 	int fd = open_segment(path, tmp, sizeof(tmp), &fresh, why, len);
 	if (fd < 0)

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/* The way to a writer's file, walked one name at a time (safefile.h says
+ * what is trusted and why the path stays what was checked). */
+#include "safefile.h"
+
+#include "fmt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define WAY_MAX 1024
+#define LINKS_MAX 40 /* the kernel's own limit */
+
+/* a message only where there is room for one (the refresh path passes none) */
+#define SAY(...) ((why) && (len) ? (void)nc__fmt((why), (len), __VA_ARGS__) : (void)0)
+
+static int sticky_public(const struct stat *d)
+{
+	return (d->st_mode & (S_ISVTX | S_IWOTH)) == (S_ISVTX | S_IWOTH);
+}
+
+/* The next name of the way at *p (slashes skipped), copied to name; *p moves
+ * past it.  0 at the end of the way, -1 for a name over 255 bytes. */
+static int next_name(const char **p, char name[256])
+{
+	const char *s = *p;
+	while (*s == '/')
+		s++;
+	size_t n = strcspn(s, "/");
+	if (n > 255)
+		return -1;
+	memcpy(name, s, n);
+	name[n] = 0;
+	*p = s + n;
+	return n > 0;
+}
+
+/* The directory dfd (described by ds) stepped into name, or a link there
+ * followed into the way.  1: *dfd and *ds are now that directory; 2: a
+ * link, way rewritten (and *dfd reset to / for an absolute target); -1
+ * with errno. */
+static int step(int *dfd, struct stat *ds, const char *name, char *way, const char *rest,
+		int *links, unsigned flags, const char *path, char *why, size_t len)
+{
+	int fd = openat(*dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && (flags & NC_SAFE_MKDIR)) {
+		if (mkdirat(*dfd, name, 0777) != 0 && errno != EEXIST) {
+			int e = errno;
+			SAY("%s: cannot make the folder %s on its way (%s)", path, name, strerror(e));
+			errno = e;
+			return -1;
+		}
+		fd = openat(*dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	}
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		SAY("%s: %s on its way cannot be reached (%s)", path, name, strerror(e));
+		errno = e;
+		return -1;
+	}
+	if (sticky_public(ds) && st.st_uid != geteuid() && st.st_uid != ds->st_uid) {
+		close(fd);
+		SAY("%s: %s on its way is uid %u's, in a world-writable sticky folder: not followed",
+		    path, name, (unsigned)st.st_uid);
+		errno = ELOOP;
+		return -1;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		close(*dfd);
+		*dfd = fd;
+		*ds = st;
+		return 1;
+	}
+	if (!S_ISLNK(st.st_mode)) {
+		close(fd);
+		SAY("%s: %s on its way is not a folder", path, name);
+		errno = ENOTDIR;
+		return -1;
+	}
+	/* the way becomes the link's target, then what was left of it: the
+	 * rest moved to the buffer's end, the target read before it (one
+	 * buffer: this runs on small stacks) */
+	size_t rn = strlen(rest);
+	memmove(way + WAY_MAX - rn - 1, rest, rn + 1);
+	ssize_t tn = ++*links > LINKS_MAX ? -2
+		     : WAY_MAX - rn - 1 < 2 ? -3
+					      : readlinkat(fd, "", way, WAY_MAX - rn - 2);
+	int e = errno;
+	close(fd);
+	if (tn < 0 || (size_t)tn >= WAY_MAX - rn - 2) {
+		e = tn == -2 ? ELOOP : tn == -1 ? e : ENAMETOOLONG;
+		SAY("%s: the link %s on its way cannot be followed (%s)", path, name, strerror(e));
+		errno = e;
+		return -1;
+	}
+	way[tn] = '/';
+	memmove(way + tn + 1, way + WAY_MAX - rn - 1, rn + 1);
+	if (way[0] == '/') {
+		int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (root < 0 || fstat(root, ds) != 0) {
+			e = errno;
+			if (root >= 0)
+				close(root);
+			errno = e;
+			return -1;
+		}
+		close(*dfd);
+		*dfd = root;
+	}
+	return 2;
+}
+
+int nc__safe_path(const char *path, unsigned flags, char *why, size_t len)
+{
+	size_t n = path ? strlen(path) : 0;
+	if (n == 0 || n >= WAY_MAX) {
+		SAY("%s: %s", n ? path : "(none)", n ? "a path too long" : "an empty path");
+		errno = n ? ENAMETOOLONG : EINVAL;
+		return -1;
+	}
+	/* the folders only: the last name (and slashes after it) dropped */
+	char way[WAY_MAX];
+	memcpy(way, path, n + 1);
+	while (n > 1 && way[n - 1] == '/')
+		way[--n] = 0;
+	char *last = strrchr(way, '/');
+	if (!last)
+		return 0; /* a name in the working directory, which is where it is */
+	last[last == way] = 0; /* "/name": the root */
+
+	int dfd = open(way[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct stat ds;
+	if (dfd < 0 || fstat(dfd, &ds) != 0) {
+		int e = errno;
+		if (dfd >= 0)
+			close(dfd);
+		SAY("%s: cannot start its way (%s)", path, strerror(e));
+		errno = e;
+		return -1;
+	}
+	const char *p = way;
+	char name[256];
+	int links = 0, r;
+	while ((r = next_name(&p, name)) != 0) {
+		if (r < 0) {
+			close(dfd);
+			SAY("%s: a name on its way is over 255 bytes", path);
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		if (!strcmp(name, "."))
+			continue;
+		if (!strcmp(name, "..")) {
+			/* the folder above the one reached (as the kernel goes) */
+			int up = openat(dfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (up < 0 || fstat(up, &ds) != 0) {
+				int e = errno;
+				if (up >= 0)
+					close(up);
+				close(dfd);
+				errno = e;
+				return -1;
+			}
+			close(dfd);
+			dfd = up;
+			continue;
+		}
+		r = step(&dfd, &ds, name, way, p, &links, flags, path, why, len);
+		if (r < 0) {
+			int e = errno;
+			close(dfd);
+			errno = e;
+			return -1;
+		}
+		if (r == 2)
+			p = way; /* the link's target, then the rest */
+	}
+	close(dfd);
+	return 0;
+}
+
+int nc__safe_ours(const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && st->st_uid == geteuid() && st->st_nlink == 1;
+}
+
+int nc__rename2(int fromdir, const char *from, int todir, const char *to, unsigned flags)
+{
+#ifdef SYS_renameat2
+	return (int)syscall(SYS_renameat2, fromdir, from, todir, to, flags);
+#else
+	(void)fromdir, (void)from, (void)todir, (void)to, (void)flags;
+	errno = ENOSYS;
+	return -1;
+#endif
+}

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `nanoclock bench`: figures, as ratios against baselines measured in the
- * same run (this machine is shared and noisy):
+ * same run (a shared machine is noisy):
  *   bench [--quick]           cost of every read/convert call against the bare
  *                             counter instruction and clock_gettime; cold init;
  *                             accuracy of nc_now_ns over 1/5/10 s
@@ -553,9 +553,8 @@ static void wait_start_at(void)
 /* What a page fault costs in this process, in us, or -1: fresh anonymous
  * pages written one by one, as the library's state is at a start (an
  * estimate: a code page mapped from the page cache may cost less), never a
- * huge page.  1.5-2.4 us on the un-nested KVM guests of the README, 12-13
- * us on a nested one, where the faults are a large part of a start: the
- * summary says how much. */
+ * huge page.  Several times dearer on a nested VM, where the faults are a
+ * large part of a start: the summary says how much. */
 static double touch_cost_us(void)
 {
 	enum { PAGES = 16 };
@@ -734,7 +733,7 @@ static void summary(const char *what, struct cold *c, int k, double ref, double 
 	if (kt)
 		printf("%-9s a first touch of a page %.2f us here (median): the faults ~%.3f ms, the "
 		       "start without them ~%.3f ms\n", what, touch, faults * touch / 1e3, rest);
-	/* issue 25's targets: the median start, and all but 1 in 21 within */
+	/* the start's targets: the median, and all but 1 in 21 within */
 	for (int i = 0; i < k; i++)
 		ms[i] = c[i].init_ms;
 	double med_ms = median(ms, k);
@@ -824,9 +823,8 @@ static int bench_init(int runs, double idle_s)
 	struct cold *fl = calloc((size_t)runs, sizeof(*fl));
 	double *ms = calloc((size_t)runs, sizeof(double));
 	/* where the records users' processes find are: a tmpfs (/run/nanoclock,
-	 * /dev/shm, $XDG_RUNTIME_DIR), not the disk (/tmp on an AMD EPYC KVM
-	 * guest: ext4, where the shared start's median was 0.122 ms against
-	 * 0.114 on /dev/shm, one run of 21 each) */
+	 * /dev/shm, $XDG_RUNTIME_DIR), not the disk (/tmp may be a disk's file
+	 * system, where a shared start is slower) */
 	char dir[] = "/dev/shm/nanoclock-bench-XXXXXX", rec[64] = "";
 	if (!c || !sh || !fl || !ms) {
 		free(c);

@@ -21,7 +21,7 @@
  * — so a slow refresh cannot hide among the interrupts.  Refreshes due during the run are done by the
  * reader that finds them due, as in any program without the upkeep thread:
  * they are in the figures.
- * Targets (issue 10): p99.9 <= 2x p50; a refresh <= 2 us.
+ * Targets: p99.9 <= 2x p50; a refresh <= 2 us.
  */
 #include "bench.h"
 

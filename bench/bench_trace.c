@@ -207,7 +207,8 @@ static void seq_costs(int quick)
 int nc_bench_trace(int quick)
 {
 	nc_init();
-	/* many short rounds (20000 events: 0.2-0.3 ms, five block switches):
+	/* many short rounds (20000 events: well under a time slice, five block
+	 * switches):
 	 * on a busy machine some of them run without being preempted, and the
 	 * fastest is the cost */
 	long n = 20000;

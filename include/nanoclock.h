@@ -45,7 +45,7 @@ extern "C" {
 #define NC_EUNKNOWN (-9)    /* no honest bound on UTC here now (nc_get_utc_status says why) */
 
 NC_API const char *nc_strerror(int err);
-NC_API const char *nc_version(void); /* "0.2.0": the library actually linked */
+NC_API const char *nc_version(void); /* "MAJOR.MINOR.PATCH" of the library actually linked */
 
 /* ---- reading the clock (inline) -------------------------------------------
  * uint64_t nc_ticks(void)        raw counter, unordered: the cheapest read; the
@@ -77,8 +77,8 @@ NC_API uint64_t nc_ns_to_ticks(uint64_t ns);
  * returns: it stops as soon as its stated uncertainty is at most
  * `target_ppm`, or after `max_ms` (then the uncertainty says what it got).
  * Not asked for (here or by NANOCLOCK_CALIB_PPM), the first calibration
- * takes 0.25 ms and states what that backs (14-22 ppm measured on a KVM guest:
- * README), and the refreshes' long baselines bring the rate to 1 ppm
+ * takes 0.25 ms and states what that backs (nc_ticks_per_second_uncertainty_ppm
+ * says how much), and the refreshes' long baselines bring the rate to 1 ppm
  * (within about 100 ms of reads of nc_now_ns / nc_unix_ns, or of the upkeep
  * thread); either way later refreshes keep refining it.  Defaults: 1 ppm,
  * 20 ms; the environment (NANOCLOCK_CALIB_PPM, NANOCLOCK_CALIB_MAX_MS)

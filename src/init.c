@@ -19,7 +19,7 @@
  *                          registered as timelines
  *
  * Slow or unlikely probes stay off this path: the perf_event page (whose
- * perf_event_open can take 10 ms on an idle VM) is read at most once,
+ * perf_event_open can take milliseconds) is read at most once,
  * later (info.c).
  */
 #include "init.h"

@@ -16,15 +16,14 @@
  * there is no record, the log's report, the test counters): kept in a
  * section of their own, apart from the state a start writes, which then
  * shares fewer pages.  A cold process pays a page fault for each page it
- * first touches (1.5-2.4 us for a fresh page on an AMD EPYC KVM guest,
- * about twice that for one read before it is written); these buffers sat
- * between that state's pieces (a cold shared start: 17-20 faults ->
- * 10-13, bench init).  A section named outside .bss keeps its zeros in the
- * file, in the library and in a program that links it statically (24 KB).  The
- * name is not a C identifier, so no __start_/__stop_ symbols.  Not under
- * AddressSanitizer, which puts no redzones around a global in a section of
- * its own (gcc and clang both): there these buffers stay where it watches
- * them. */
+ * first touches (more for one read before it is written); with these
+ * buffers between that state's pieces, a cold start faulted in pages it
+ * never used (`nanoclock bench init` counts the faults).  A section named
+ * outside .bss keeps its zeros in the file, in the library and in a
+ * program that links it statically.  The name is not a C identifier, so
+ * no __start_/__stop_ symbols.  Not under AddressSanitizer, which puts no
+ * redzones around a global in a section of its own (gcc and clang both):
+ * there these buffers stay where it watches them. */
 #ifndef __has_feature
 #define NC_HAS_FEATURE(x) 0
 #else
@@ -34,9 +33,9 @@
  * calibrating), together in .text.startup, where the linkers put the
  * compiler's own run-once code: a cold process's first call then touches a
  * few adjacent pages of code instead of pages spread over the library, each
- * first touch a page fault and TLB misses (scripts/ab-start, 31 pairs on an
- * AMD EPYC KVM guest: shared starts 0.1193 -> 0.1090 ms, faster in 24).
- * scripts/check-start-layout names what a start runs outside it. */
+ * first touch a page fault and TLB misses (scripts/ab-start compares two
+ * builds' starts).  scripts/check-start-layout names what a start runs
+ * outside it. */
 #if defined(__ELF__)
 #define NC_START __attribute__((section(".text.startup")))
 #else

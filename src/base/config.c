@@ -147,7 +147,7 @@ static const char *const env_names[] = {"NANOCLOCK_COUNTER",      "NANOCLOCK_HZ"
 
 /* Which of env_names the environment holds (bit i: env_names[i]), in one
  * pass over it: a getenv for each name, twice, scanned it 22 times at
- * every start (15% of an adopting start's instructions).  Only the names
+ * every start, a large share of an adopting start's work.  Only the names
  * present are then asked of secure_getenv, whose rule (a program with
  * raised privileges sees none) stays the libc's. */
 NC_START static unsigned env_present(void)

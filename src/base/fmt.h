@@ -2,10 +2,9 @@
 /* The library's own small snprintf, for the texts it keeps (reasons,
  * statuses, paths).  Why not snprintf: a process's first nc_init() is
  * often its first formatted output, and the libc formatter's code and
- * tables are pages a cold start then faults in: a dynamically linked
- * program's cold nc_init() adopting a shared record took 149 us (median
- * of 31) with snprintf and 128 us with this (20-22 faults down to 16-18; AMD
- * EPYC KVM guest, 2026-11-25).  And it is async-signal-safe where
+ * tables are pages a cold start then faults in: a cold nc_init() adopting
+ * a shared record faults fewer pages in and ends sooner with this
+ * (scripts/ab-start compares the two).  And it is async-signal-safe where
  * snprintf is not (no locale, no allocation, no errno), but for the
  * fallback named in fmt.c.
  *

@@ -38,8 +38,8 @@ NC_START static int64_t os_boot(void) { return nc__clock_ns(CLOCK_BOOTTIME); }
  * counts us per USER_HZ tick, and USER_HZ is 100 on every Linux
  * architecture this library builds for (1024 only on alpha and ia64).
  * sysconf(_SC_CLK_TCK) says the same number, but a start that asks it
- * touches two more pages of libc (~25 us on a nested guest where a first
- * touch costs ~12 us); test_timeline nominal_tick checks that the two agree. */
+ * touches two more pages of libc, two more page faults in a cold process;
+ * test_timeline nominal_tick checks that the two agree. */
 long nc__tick_nominal_us(void)
 {
 #if defined(__alpha__) || defined(__ia64__)
@@ -53,7 +53,7 @@ long nc__tick_nominal_us(void)
 /* adjtimex's reads need no privilege.  ADJ_OFFSET_SS_READ reads every
  * field as modes 0 does, except that offset is what adjtime() has left to
  * slew; the kernel's own offset is read by a second call.  Each costs a
- * system call (~0.3 us in a VM): a tie makes two. */
+ * system call: a tie makes two. */
 NC_START static int os_kclock(struct nc__kclock *k)
 {
 	struct timex tx = {0};
@@ -77,11 +77,11 @@ NC_START static int os_kclock(struct nc__kclock *k)
 	/* The offset the kernel's PLL has still to slew (a second call: modes
 	 * 0 reads it).  Read whatever the status says: an offset left when
 	 * STA_PLL was cleared is slewed all the same (second_overflow applies
-	 * it unconditionally; a test left 0.5 ms of it behind and the clock
-	 * ran 140 ppm off what the tie assumed).  The kernel moves the rate by
-	 * offset / 2^(SHIFT_PLL + constant) per second, SHIFT_PLL = 2
-	 * (kernel/time/ntp.c), the whole offset with a PPS signal in use;
-	 * offset is in us unless STA_NANO. */
+	 * it unconditionally: an offset left behind runs the clock off the
+	 * rate the tie assumed, by far more than its statement).  The kernel
+	 * moves the rate by offset / 2^(SHIFT_PLL + constant) per second,
+	 * SHIFT_PLL = 2 (kernel/time/ntp.c), the whole offset with a PPS
+	 * signal in use; offset is in us unless STA_NANO. */
 	struct timex px = {0};
 	if (adjtimex(&px) >= 0 && px.offset != 0) {
 		double off_ns = (double)px.offset * ((px.status & STA_NANO) ? 1 : 1000);

@@ -4,12 +4,11 @@
  * resolution is the step that at least 90% of the nonzero steps between
  * back-to-back reads reach (the tenth-smallest in a hundred; the second
  * smallest where there are fewer than twenty): what an interval measured
- * with it can resolve, read cost included (21 ticks on a VM whose TSC is scaled by
- * the hypervisor; on most bare metal the time of one read).  The smallest
- * step alone overstated it: on an AMD EPYC KVM guest the TSC reads on a
- * 13-tick (5 ns) grid, 26 ticks apart back to back, and now and then one
- * tick off it (0.1% of the steps in a warm loop, 3.8% in a cold nc_init),
- * and `nanoclock info` said 1 tick = 0.385 ns. */
+ * with it can resolve, read cost included (on most bare metal the time of
+ * one read; on a VM whose TSC the hypervisor scales, a step of its grid
+ * or two).  The smallest step alone overstates it: a scaled TSC reads on a
+ * grid of several ticks and now and then one tick off it, and the
+ * smallest step would then call one tick the resolution. */
 #include "counter.h"
 #include "base/fmt.h"
 

@@ -96,7 +96,7 @@ NC_HIDDEN extern const char *nc__cpuinfo_path;
 NC_HIDDEN void nc__src_set(struct nc_hz_source *s, const char *name, double hz,
 			   double resolution_hz, const char *reason);
 /* The kernel's counter-to-ns conversion in the perf_event mmap page.  Slow
- * (perf_event_open can take 10 ms on an idle VM): never on the first call. */
+ * (perf_event_open can take milliseconds): never on the first call. */
 NC_HIDDEN void nc__src_perf_page(struct nc_hz_source *s);
 
 /* ---- the counters ---- */
@@ -233,7 +233,7 @@ NC_HIDDEN void nc__counter_machine_read(int full) NC_REQUIRES(nc__lib_lock);
 /* The rest of the machine's facts (machine.c), once, after the start: the
  * files read outside the lock, applied under it; the policy line and the
  * candidates' reasons follow (logged).  From any call that is not a read
- * (~0.15 ms, once). */
+ * (slow, and only once). */
 NC_HIDDEN void nc__counter_complete(void) NC_EXCLUDES(nc__lib_lock);
 /* The machine's stated rates for the counter in use, once, if the start
  * did not have them (the facts were not read yet): for the rate's

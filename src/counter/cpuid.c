@@ -22,8 +22,8 @@ static void leaf(uint32_t l, uint32_t sub, uint32_t r[4])
 }
 
 /* What choosing the counter needs: a TSC, and an invariant one.  Three
- * leaves: each CPUID traps to the hypervisor in a VM (~4 us on an AMD EPYC
- * guest), and a cold start is the sum of such costs. */
+ * leaves: each CPUID traps to the hypervisor in a VM, and a cold start is
+ * the sum of such costs. */
 static void read_core(void)
 {
 	uint32_t r[4];

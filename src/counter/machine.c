@@ -20,8 +20,8 @@
 
 /* The whole of a small file into buf (at most len-1 bytes, terminated):
  * bytes read, or -1.  open/read, not stdio: a cold start's first fopen()
- * also sets up malloc and a 4 KB buffer (the machine's files took 170 us
- * of a 1.04 ms first start with stdio on an AMD EPYC guest). */
+ * also sets up malloc and a 4 KB buffer, and with stdio the machine's
+ * files were a large share of a first start. */
 static ssize_t read_text(const char *path, char *buf, size_t len)
 {
 	buf[0] = 0;
@@ -120,13 +120,12 @@ static int have_line(const char *text, const char *key)
 
 static int read_cpuinfo(struct nc__machine_files *f, char *text, size_t size)
 {
-	/* Only the first CPU's block (~1.3 KB), and of it only up to the lines
-	 * wanted ("cpu MHz" and "flags" on x86), or to the first blank line.
-	 * The kernel formats a CPU's block when a read reaches it (~12 us each
-	 * on an AMD EPYC guest), and a read that empties one block goes on
-	 * into the next: so 1 KB first, then 128 bytes at a time, which stop
-	 * inside the first block (a 2-CPU guest: 72/51/72/68 us for the whole
-	 * block against 51/52/59/45 for its lines, cold processes). */
+	/* Only the first CPU's block, and of it only up to the lines wanted
+	 * ("cpu MHz" and "flags" on x86), or to the first blank line.  The
+	 * kernel formats a CPU's block when a read reaches it, which is slow
+	 * in a VM, and a read that empties one block goes on into the next:
+	 * so 1 KB first, then 128 bytes at a time, which stop inside the first
+	 * block. */
 	text[0] = 0;
 	int fd = open(nc__cpuinfo_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -214,7 +213,7 @@ void nc__machine_files_read(struct nc__machine_files *f, char *buf, size_t len)
 	memset(f, 0, sizeof(*f));
 	f->cpuinfo_rdtscp = -1;
 	/* the current clocksource is read when asked (nc__machine_clocksource):
-	 * it can change while the process runs, and reading it took ~20 us */
+	 * it can change while the process runs, and reading it is not free */
 	f->sys_ok = read_line("/sys/devices/system/clocksource/clocksource0/available_clocksource",
 			      f->available_clocksources, sizeof(f->available_clocksources)) == 0;
 	f->proc_ok = read_cpuinfo(f, buf, len) == 0;
@@ -257,8 +256,8 @@ void nc__machine_complete(struct nc__machine *m, const struct nc__machine_files 
 }
 
 /* The start reads CPUID's three leaves and nothing of /proc or /sys
- * (~0.13 ms of files and CPUID on an AMD EPYC guest, a quarter of a first
- * start): the kernel's files feed only reports, cross-checks of the
+ * (the files and the rest of CPUID are a large share of a first start on a
+ * VM): the kernel's files feed only reports, cross-checks of the
  * measured rate, RDTSCP for nc_ticks_end and a shared record's facts, all
  * after the start (nc__machine_complete).  Read now (full) when asked, or
  * when the TSC policy needs the kernel's flags: no invariant-TSC bit. */

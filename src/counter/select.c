@@ -46,12 +46,13 @@
 #define CHECK_READS 1000
 /* the counter a shared record names: its writer read it 1000 times during
  * this boot; this process checks that its own reads work, advance and do
- * not go back (a fifth of the reads: the start a record buys is ~0.1 ms) */
+ * not go back (a fifth of the reads: 1000 would be most of the short start
+ * a record buys) */
 #define RECORD_READS 200
 /* an OS clock (CLOCK_MONOTONIC_RAW and the like): monotonic by the
  * kernel's contract, exact in rate; its reads only show that it works,
- * how fine it is and what a read costs (1000 of them were 78 us of a
- * 1.04 ms first start on an AMD EPYC guest) */
+ * how fine it is and what a read costs (1000 of them were a noticeable
+ * part of a first start) */
 #define OS_CLOCK_READS 200
 #define CHECK_ROUNDS 10
 #define ROUGH_NS 20000 /* 1e-3 relative: plenty to state a resolution in ns */
@@ -107,9 +108,9 @@ struct eval {
 	char why[160];
 };
 
-/* From the start of the checks (t0 at r0): they take ~30 us, so the span
- * is usually there already and costs nothing; a fast check waits out the
- * rest of ROUGH_NS. */
+/* From the start of the checks (t0 at r0): they usually take longer than
+ * ROUGH_NS, so the span is there already and costs nothing; a fast check
+ * waits out the rest of it. */
 static void rough_rate(struct eval *ev, uint64_t t0, int64_t r0)
 {
 	const struct nc__counter *c = ev->c;

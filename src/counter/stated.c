@@ -2,7 +2,7 @@
 /* Frequencies the hardware or the OS states for a counter: the helper the
  * counters fill their stated sources with, and the kernel's own TSC-to-ns
  * conversion from the perf_event mmap page (slow: perf_event_open can take
- * 10 ms on an idle VM, so never on the first call).  Whether a stated rate
+ * milliseconds, so never on the first call).  Whether a stated rate
  * is believed is the rate's business (src/rate/sources.c). */
 #include "counter.h"
 

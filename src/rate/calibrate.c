@@ -23,20 +23,19 @@
  *     those before, leverage no bracket earned, and the reference's place
  *     in them may have moved (caches cold, another CPU).  The rate is the
  *     fit's, at the real positions; its uncertainty (3.) is computed at
- *     the positions with the gaps cut (trusting the leverage, 15 of 1200
- *     starts of 20 processes at once on 2 CPUs were outside their stated
- *     uncertainty, 1.96 times it at worst);
+ *     the positions with the gaps cut (trusting the leverage, some starts
+ *     of many processes at once on busy CPUs fell outside their stated
+ *     uncertainty);
  *  2a. adaptive stop: at checkpoints (125 us of active time, then every
  *     6.25% more) the fit is evaluated; the first calibration stops at the
  *     second checkpoint in a row whose stated uncertainty meets its target
  *     (1 ppm by default), or at its cap (in reference time: a start stays
  *     bounded).  The statement is an estimate (batches of 14-30 degrees of
  *     freedom) and the first one under the target is more often one that
- *     came out low: stopping there (checkpoints 25% apart), 3 of 1600
- *     rates of 20 processes at once on 2 busy CPUs were outside it, 1.25
- *     times at worst (tests/test_contention.c, ten runs); two in a row,
- *     4 of 12640 (1.12), and quiet starts no slower (figures: README).
- *     Each checkpoint has 16 to 32 bins;
+ *     came out low: stopping there (checkpoints 25% apart), some rates of
+ *     many processes at once on busy CPUs fell outside it; after two in a
+ *     row far fewer do, and quiet starts are no slower
+ *     (tests/test_contention.c).  Each checkpoint has 16 to 32 bins;
  *  3. the slope b is ns per tick, hz = 1e9 / b.  Its standard error is
  *     sigma / sqrt(Sxx), sigma being the residual scatter, if the scatter
  *     is independent from bracket to bracket.  It often is not (a timer
@@ -49,8 +48,8 @@
  *     stated uncertainty is 4 standard errors from the scatter, or from
  *     the bins the t distribution's 4-sigma point for their degrees of
  *     freedom (5.62 at 16 bins, 4.65 at 32: their scatter is itself an
- *     estimate; taken as exact, 11 of 2080 contended rates fell outside,
- *     1.64 times at worst), whichever is larger (the reference's 1 ns
+ *     estimate; taken as exact, some contended rates fell outside),
+ *     whichever is larger (the reference's 1 ns
  *     quantum puts a floor under sigma), plus a systematic term: half the
  *     change of the mean bracket width between the first and last quarter
  *     of the window, over the distance between them (if brackets narrow as
@@ -64,9 +63,8 @@
  *
  *  4. the reference's place in the bracket is not fixed: it steps when
  *     what runs beside the calibration changes (the other CPU's work, the
- *     host moving the vCPU), by up to 1.6 ns of a 52 ns bracket measured on
- *     a KVM guest with twenty calibrations ending together (13,000
- *     recorded starts, issue 26).  Inside the window a step is a rate, and
+ *     host moving the vCPU), by a few percent of the bracket's width where
+ *     many calibrations run at once.  Inside the window a step is a rate, and
  *     nothing in it tells one apart (the scatter, the bins, the widths
  *     were each tried); a step mid-window bends the slope by 1.5 step /
  *     span, which the statement adds: PLACE_STEP of the mean width.  It
@@ -213,12 +211,13 @@ static void merge_bins(struct fit *f)
 
 /* The active time between two accepted brackets: reference time beyond
  * this (the process was preempted, or migrated, or its brackets were all
- * too wide) is a gap.  Above the interrupts of a quiet machine (10-75 us
- * on a KVM guest), below a time slice. */
+ * too wide) is a gap.  Longer than a quiet machine's interrupts, shorter
+ * than a time slice. */
 #define GAP_NS NC__CALIB_GAP_NS
 
 /* How far the reference's place in a bracket may step, as a fraction of
- * the mean width (step 4 at the top): 1.6 ns of 52 measured (issue 26). */
+ * the mean width (step 4 at the top): a little above the largest step seen
+ * with many calibrations running at once. */
 #define PLACE_STEP 0.04
 
 /* Phase 2: one bracket t1, r, t2 into the fit.  Returns 1 if accepted.
@@ -309,9 +308,9 @@ static double bins_error(const struct fit *f, uint32_t n, double slope, double s
 	out->bins = used;
 	/* 4 standard errors where the error comes from thousands of brackets;
 	 * from the bins' few means, the t distribution's 4-sigma point: their
-	 * scatter is itself a rough estimate, and taken as exact, 1 rate in
-	 * 100-200 of 20 processes at once on 2 busy CPUs lay outside its
-	 * statement, 1.64 times it at worst (issue 26) */
+	 * scatter is itself a rough estimate, and taken as exact it let a few
+	 * rates of many processes calibrating at once on busy CPUs fall outside
+	 * their statement */
 	double k4 = used > 2 && bxx > 0 ? t_4sigma(used - 2) : 4;
 	double stat_ns = 4 * se > k4 * se_b ? 4 * se : k4 * se_b;
 	/* likewise the line's height at the centroid, the long baselines' anchor */
@@ -418,7 +417,7 @@ NC_START static int fit_result(const struct fit *f, struct nc__calib *out)
 	 * about the line wider than half a bracket says the reference is not
 	 * read inside them (a simulated or emulated clock), and the bound
 	 * would not be sure (under valgrind a simulated world's rate stated
-	 * +-0.93 ppm from it let Unix time drift 169 us in 10 s) */
+	 * by it was off by more than the statement, and Unix time drifted) */
 	int ends_sure = sigma <= 0.5 * out->mean_width * slope + 1;
 	out->ppm += out->place_ppm;
 	if (ends_sure && out->worst_ppm < out->ppm && f->last_x > f->first_x) {
@@ -477,7 +476,8 @@ static int ends_result(const struct fit *f, double x, double y, uint64_t w, stru
 	/* active time as everywhere: each gap cut to GAP_NS, those between
 	 * the accepted brackets (gap_y), from the warm-up's point to the first
 	 * of them, and from the last of them to this point (the bracket at
-	 * hand, after a preemption: 4.1 ms were stated for a 2 ms cap) */
+	 * hand, after a preemption, whose gap would otherwise count as active
+	 * time, far past the cap) */
 	double act = y;
 	if (f->n > 0)
 		act -= f->gap_y + cut_gap(f->first_y) + cut_gap(y - f->last_y);
@@ -504,10 +504,10 @@ int nc__calibrate_until(const struct nc__calib_io *io, const struct nc__calib_go
 	uint32_t n_before = 0; /* accepted before the last 64 brackets */
 	for (long i = 0; i < MAX_BRACKETS; i++) {
 		/* fewer than 1 in 8 of the last 64 brackets accepted: the
-		 * warm-up's narrowest was a fluke of this machine (valgrind, an
-		 * emulator: 16 accepted took 27-45 ms there), not a width it
-		 * keeps; the width accepted doubles (a quiet machine accepts
-		 * all but a few in 1000, and never gets here) */
+		 * warm-up's narrowest was a fluke of the machine (valgrind, an
+		 * emulator: 16 accepted took many times the cap there), not a
+		 * width it keeps; the width accepted doubles (a quiet machine
+		 * accepts all but a few in 1000, and never gets here) */
 		if (i > 0 && i % 64 == 0) {
 			if (f.n - n_before < 8 && f.accept < UINT64_MAX / 4)
 				f.accept = 2 * f.accept + 1;
@@ -519,12 +519,12 @@ int nc__calibrate_until(const struct nc__calib_io *io, const struct nc__calib_go
 		int accepted = fit_add(&f, t1, r, t2);
 		/* the cap in reference time: at the first accepted bracket past
 		 * it, or, with fewer than the 16 a fit needs, at any bracket past
-		 * it, counted from the start (the two ends' rate then: under valgrind, where a bracket
-		 * took up to a millisecond, waiting for 16 ran a 2 ms cap to
-		 * 25-45 ms; where few brackets are accepted, the width accepted
-		 * doubles above); the checkpoints in active time (a gap
-		 * gives no evidence: checked again only when the brackets after
-		 * it are 6.25% more) */
+		 * it, counted from the start (the two ends' rate then: under
+		 * valgrind, where a bracket may take a millisecond, waiting for 16
+		 * ran far past the cap; where few brackets are accepted, the
+		 * width accepted doubles above); the checkpoints in active time
+		 * (a gap gives no evidence: checked again only when the brackets
+		 * after it are 6.25% more) */
 		if (f.n < 16 && r - f.r_start >= g->max_ns) {
 			if (f.n > 0)
 				return ends_result(&f, f.last_x, f.last_y, f.last_w, out);
@@ -575,8 +575,8 @@ int nc__calib_extend(const struct nc__calib *c, const struct nc__bracket *b, dou
 	 * the reference quantum at each end.  That holds where the reference
 	 * sits in a lone bracket where it sat in the fit's; it may not (a
 	 * bracket taken cold, the code around it slowed: under TSan a lone
-	 * bracket's place was 28 ns off over 1.5 s, 0.019 ppm against 0.010
-	 * stated): never less than the sure bound, each end anywhere in its
+	 * bracket's place was off by twice the statement): never less than
+	 * the sure bound, each end anywhere in its
 	 * bracket (the anchor's, an average of the fit's, within half their
 	 * mean width), plus the quantum at each end */
 	long double err = 4.0L * sqrtl((long double)c->sigma_ns * c->sigma_ns +

@@ -40,15 +40,15 @@ struct u128 {
 /* n / d rounded to the nearest integer (ties up), for d < 2^62: DIVQ on
  * x86-64, the compiler's 128-bit division where it has one, else
  * shift-and-subtract
- * (128 steps: ~20,000 instructions for a start's conversions, a tenth of
- * what a start with a shared record executes). */
+ * (128 steps, a large share of what a start with a shared record
+ * executes). */
 static struct u128 div_round(struct u128 n, uint64_t d)
 {
 #if defined(__x86_64__)
 	/* two DIVQ, the high word first (its remainder, below d, keeps the
 	 * second quotient within 64 bits): the compiler's 128-bit division
 	 * calls libgcc's __udivti3, code nothing else a start runs sits beside,
-	 * one page fault more (~12 us on a nested guest) */
+	 * one page fault more in a cold start */
 	uint64_t qh = n.hi / d, r = n.hi % d, ql;
 	__asm__("divq %4" : "=a"(ql), "=d"(r) : "a"(n.lo), "d"(r), "rm"(d));
 	if (r >= d - r) { /* 2*rem >= d without overflow */

@@ -44,7 +44,7 @@ struct nc__shared_rec {
 	uint64_t facts_size;
 	/* the boot's machine facts as the writer read them (CPUID, /proc,
 	 * /sys): a reader of the same boot takes them instead of reading
-	 * them again (on a VM each CPUID is an exit, ~8 us) */
+	 * them again (on a VM each CPUID is an exit to the hypervisor) */
 	struct nc__machine_facts facts;
 	/* (aligned: on i386 the facts end at 4 mod 8; the padding is zero) */
 	uint64_t checksum __attribute__((aligned(8))); /* FNV-1a 64 of every byte before it */

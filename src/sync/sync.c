@@ -64,7 +64,7 @@ static void *cop_worker(void *arg)
 	 * machine a thread that yields may wait a whole time slice for its CPU
 	 * while the others finish alone: no evidence.  So the threads meet
 	 * spinning, which means each is on its CPU, and only then probe (a
-	 * burst of ~0.1 ms, well inside a time slice). */
+	 * short burst, well inside a time slice). */
 	__atomic_fetch_add(&sh->running, 1, __ATOMIC_ACQ_REL);
 	for (unsigned spin = 1; __atomic_load_n(&sh->running, __ATOMIC_ACQUIRE) < sh->nthreads;
 	     spin++)

@@ -43,7 +43,7 @@
 
 struct nc_impl_utc nc_impl_utc_g;
 
-#define CHRONY_WAIT_MS 50.0  /* the first question's wait (loopback answers in ~0.1 ms) */
+#define CHRONY_WAIT_MS 50.0  /* the first question's wait (loopback answers much sooner) */
 #define RETRY_CHRONY_S 64.0  /* auto without chrony: asked again this often */
 
 /* Guarded by nc__lib_lock. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The shared calibration record (src/shared/record.c): processes that
+/* The shared calibration record (src/shared/): processes that
  * adopt one record convert ticks identically; every record that must not
  * be trusted is refused with its reason, and the process still has a
  * working clock; writers that die or race never leave a record that a

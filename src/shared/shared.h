@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The shared calibration record (src/shared/): record.c owns its format,
- * the trust rules, and this process's view of it (status, guarded by
- * nc__lib_lock, which the functions here require but nc__shared_flush,
- * which takes it).  Its layer: docs/architecture.md. */
+/* The shared calibration record (src/shared/): record.c owns its format
+ * and this process's view of it (status, guarded by nc__lib_lock, which
+ * the functions here require but nc__shared_flush, which takes it),
+ * adopt.c the trust rules, publish.c the writing (record.h, private to the
+ * folder).  Its layer: docs/architecture.md. */
 #ifndef NC_SHARED_H
 #define NC_SHARED_H
 

@@ -13,7 +13,6 @@
 #include "clock/events.h"
 #include "clock/now.h"
 #include "clock/upkeep.h"
-#include "clock/utc.h"
 #include "clock/wall.h"
 #include "counter/counter.h"
 #include "rate/rate.h"

@@ -22,8 +22,8 @@
 #include "clock/now.h"
 #include "clock/timeline.h"
 #include "clock/upkeep.h"
-#include "clock/utc.h"
 #include "clock/wall.h"
+#include "utc/utc.h"
 #include "sync/sync_internal.h"
 #include "init.h"
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Outputs that never replace what is not the tool's own (issue 26: `-o
- * notes.txt` given by mistake lost the notes; as root `-o /dev/sda` would
- * have replaced the device node, `-o /dev/mem` written into it).
+ * Outputs that never replace what is not the tool's own: `-o notes.txt`
+ * given by mistake must not lose the notes, nor, as root, `-o /dev/sda`
+ * replace the device node or `-o /dev/mem` write into it.
  *
  * `-o NAME` is written where nothing is, or over a regular file of this
  * user's that is empty (mktemp's) or an earlier export (recognised by its

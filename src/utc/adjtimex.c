@@ -26,6 +26,10 @@
  * maxerror + |offset| (both the PLL's and adjtime()'s) is taken, never
  * less than the offset still to slew, and the timesyncd pattern (maxerror
  * and esterror at zero under STA_PLL) is refused all the same.
+ *
+ * nc_unix_status's kernel figures are decoded here too (nc__utc_decode):
+ * what the kernel says, whoever wrote it, with the same rule for "not
+ * synchronised".
  */
 #include "utc.h"
 #include "../base/fmt.h"
@@ -42,6 +46,49 @@
 /* the kernel grows maxerror by this much a second (MAXFREQ) */
 #define KERNEL_DRIFT_PPM 500.0
 
+/* Why the kernel says it is not synchronised, or NULL */
+static const char *unsynchronised(const struct nc__kclock *k)
+{
+	if (k->status & STA_UNSYNC)
+		return "the system clock is not synchronised (adjtimex: STA_UNSYNC)";
+	if (k->state == TIME_ERROR)
+		return "the system clock is not synchronised (adjtimex: TIME_ERROR)";
+	if (k->maxerror_us >= MAXERROR_LIMIT_US || k->maxerror_us < 0)
+		return "the kernel's maximum error has saturated (16 s): not synchronised";
+	return NULL;
+}
+
+/* nc_unix_status's figures: the kernel's own view, whoever wrote it, plus
+ * nanoclock's tie to CLOCK_REALTIME */
+void nc__utc_decode(const struct nc__kclock *k, int have_k, double tie_error_ns,
+		    struct nc_unix_status *st)
+{
+	st->tie_error_ns = tie_error_ns;
+	if (!have_k) {
+		st->synchronised = -1;
+		st->kernel_state = -1;
+		st->utc_error_ns = -1;
+		nc__fmt(st->why, sizeof(st->why), "adjtimex() is not available: UTC error unknown");
+		return;
+	}
+	st->kernel_state = k->state;
+	st->leap_pending = (k->status & STA_INS) ? 1 : (k->status & STA_DEL) ? -1 : 0;
+	st->tai_offset_s = (int)k->tai_s;
+	st->kernel_max_error_us = (double)k->maxerror_us;
+	st->kernel_est_error_us = (double)k->esterror_us;
+	st->kernel_freq_ppm = k->freq_ppm;
+	const char *why = unsynchronised(k);
+	if (why) {
+		st->synchronised = 0;
+		st->utc_error_ns = -1;
+		nc__copy(st->why, sizeof(st->why), why);
+		return;
+	}
+	st->synchronised = 1;
+	st->utc_error_ns = (double)k->maxerror_us * 1e3 + tie_error_ns;
+	st->why[0] = 0;
+}
+
 void nc__utc_adjtimex_decode(const struct nc__kclock *k, enum nc__kwriter w, struct nc__utc_fix *f)
 {
 	memset(f, 0, sizeof(*f));
@@ -49,16 +96,9 @@ void nc__utc_adjtimex_decode(const struct nc__kclock *k, enum nc__kwriter w, str
 	f->drift_ppm = KERNEL_DRIFT_PPM;
 	double left = k->pll_offset_ns + k->adjtime_left_ns; /* still to be slewed */
 	f->slew_ns = left;
-	if (k->status & STA_UNSYNC) {
-		nc__fmt(f->why, sizeof(f->why), "the system clock is not synchronised (adjtimex: STA_UNSYNC)");
-		return;
-	}
-	if (k->state == TIME_ERROR) {
-		nc__fmt(f->why, sizeof(f->why), "the system clock is not synchronised (adjtimex: TIME_ERROR)");
-		return;
-	}
-	if (k->maxerror_us >= MAXERROR_LIMIT_US || k->maxerror_us < 0) {
-		nc__fmt(f->why, sizeof(f->why), "the kernel's maximum error has saturated (16 s)");
+	const char *why = unsynchronised(k);
+	if (why) {
+		nc__copy(f->why, sizeof(f->why), why);
 		return;
 	}
 	/* esterror 0 under the PLL: what timesyncd writes at every correction

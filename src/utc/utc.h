@@ -133,6 +133,10 @@ NC_HIDDEN void nc__utc_vmclock_test_page(const volatile unsigned char *page)
  * again), to put a writer between a read's loads (nc__lib_lock held). */
 NC_HIDDEN void nc__utc_clockbound_test_read(ssize_t (*fn)(int fd, void *buf, size_t n, off_t off))
 	NC_REQUIRES(nc__lib_lock);
+/* nc_unix_status's figures from the kernel's (have_k 0: no adjtimex) and
+ * the tie's error (pure: the tests feed it recorded adjtimex results) */
+NC_HIDDEN void nc__utc_decode(const struct nc__kclock *k, int have_k, double tie_error_ns,
+			      struct nc_unix_status *st);
 /* Pure (tests feed it recorded adjtimex results): what adjtimex says,
  * written by w, as a fix (q_tick, as_of_ns left for the caller). */
 NC_HIDDEN void nc__utc_adjtimex_decode(const struct nc__kclock *k, enum nc__kwriter w,

@@ -65,7 +65,7 @@ static void probe_deferred_sources(void) NC_EXCLUDES(nc__lib_lock)
 	if (!want)
 		return;
 	struct nc_hz_source src;
-	nc__src_perf_page(&src);
+	nc__stated_perf_page(&src);
 	nc__lock();
 	nc__rate_add_source(&src);
 	nc__unlock();

@@ -54,8 +54,8 @@ static void test_step_slack(void **state)
 	struct nc__meas fine = {1e9 / 3 * (1 + 0.9e-6), 0.5, 0};
 	struct nc__meas coarse = {1e9 / 3 * (1 + 0.9e-6), 0.5, 0.75};
 	double diff, tol;
-	assert_false(nc__src_agrees(&s, &fine, &diff, &tol));
-	assert_true(nc__src_agrees(&s, &coarse, &diff, &tol));
+	assert_false(nc__rate_source_agrees(&s, &fine, &diff, &tol));
+	assert_true(nc__rate_source_agrees(&s, &coarse, &diff, &tol));
 	assert_true(fabs(tol - 1.25) < 1e-9);
 }
 

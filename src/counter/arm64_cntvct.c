@@ -49,9 +49,9 @@ NC_START static int vct_stated(const struct nc__machine *m, struct nc_hz_source 
 	uint64_t f;
 	__asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(f));
 	if (f == 0)
-		nc__src_set(&out[0], "cntfrq_el0", 0, 0, "CNTFRQ_EL0 is zero (firmware left it unset)");
+		nc__stated_set(&out[0], "cntfrq_el0", 0, 0, "CNTFRQ_EL0 is zero (firmware left it unset)");
 	else
-		nc__src_set(&out[0], "cntfrq_el0", (double)f, 0, "CNTFRQ_EL0 register");
+		nc__stated_set(&out[0], "cntfrq_el0", (double)f, 0, "CNTFRQ_EL0 register");
 	return 1;
 }
 

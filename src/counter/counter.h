@@ -93,11 +93,11 @@ struct nc__machine_facts {
 NC_HIDDEN extern const char *nc__cpuinfo_path;
 
 /* ---- stated.c ---- */
-NC_HIDDEN void nc__src_set(struct nc_hz_source *s, const char *name, double hz,
+NC_HIDDEN void nc__stated_set(struct nc_hz_source *s, const char *name, double hz,
 			   double resolution_hz, const char *reason);
 /* The kernel's counter-to-ns conversion in the perf_event mmap page.  Slow
  * (perf_event_open can take milliseconds): never on the first call. */
-NC_HIDDEN void nc__src_perf_page(struct nc_hz_source *s);
+NC_HIDDEN void nc__stated_perf_page(struct nc_hz_source *s);
 
 /* ---- the counters ---- */
 struct nc__counter {

@@ -41,9 +41,9 @@ NC_START static int tb_stated(const struct nc__machine *m, struct nc_hz_source *
 		fclose(f);
 	}
 	if (hz)
-		nc__src_set(&out[0], "cpuinfo-timebase", (double)hz, 0, "/proc/cpuinfo timebase");
+		nc__stated_set(&out[0], "cpuinfo-timebase", (double)hz, 0, "/proc/cpuinfo timebase");
 	else
-		nc__src_set(&out[0], "cpuinfo-timebase", 0, 0, "no timebase line in /proc/cpuinfo");
+		nc__stated_set(&out[0], "cpuinfo-timebase", 0, 0, "no timebase line in /proc/cpuinfo");
 	return 1;
 }
 

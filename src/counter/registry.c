@@ -45,9 +45,9 @@ static int app_stated(const struct nc__machine *m, struct nc_hz_source *out, int
 	if (max < 1)
 		return 0;
 	if (app.spec.hz > 0)
-		nc__src_set(&out[0], "application", app.spec.hz, 0, "nc_set_counter hz");
+		nc__stated_set(&out[0], "application", app.spec.hz, 0, "nc_set_counter hz");
 	else
-		nc__src_set(&out[0], "application", 0, 0, "hz 0: calibrate");
+		nc__stated_set(&out[0], "application", 0, 0, "hz 0: calibrate");
 	return 1;
 }
 

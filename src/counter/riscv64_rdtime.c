@@ -42,9 +42,9 @@ NC_START static int rt_stated(const struct nc__machine *m, struct nc_hz_source *
 		for (size_t i = 0; i < n; i++)
 			hz = (hz << 8) | b[i];
 	if (hz)
-		nc__src_set(&out[0], "dt-timebase-frequency", (double)hz, 0, "device tree");
+		nc__stated_set(&out[0], "dt-timebase-frequency", (double)hz, 0, "device tree");
 	else
-		nc__src_set(&out[0], "dt-timebase-frequency", 0, 0,
+		nc__stated_set(&out[0], "dt-timebase-frequency", 0, 0,
 			    "no /proc/device-tree/cpus/timebase-frequency");
 	return 1;
 }

@@ -18,7 +18,7 @@
 #endif
 
 NC_START
-void nc__src_set(struct nc_hz_source *s, const char *name, double hz, double resolution_hz,
+void nc__stated_set(struct nc_hz_source *s, const char *name, double hz, double resolution_hz,
 		 const char *reason)
 {
 	memset(s, 0, sizeof(*s));
@@ -31,7 +31,7 @@ void nc__src_set(struct nc_hz_source *s, const char *name, double hz, double res
 
 /* The kernel's own TSC-to-ns conversion, published to user space in the
  * perf_event mmap page when cap_user_time is set: ns = cyc*mult >> shift. */
-void nc__src_perf_page(struct nc_hz_source *s)
+void nc__stated_perf_page(struct nc_hz_source *s)
 {
 #if defined(__linux__) && defined(__NR_perf_event_open)
 	struct perf_event_attr attr;
@@ -48,14 +48,14 @@ void nc__src_perf_page(struct nc_hz_source *s)
 	/* close-on-exec: another thread's exec during the probe inherits nothing */
 	int fd = (int)syscall(__NR_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0) {
-		nc__src_set(s, "perf-mmap", 0, 0, "perf_event_open refused");
+		nc__stated_set(s, "perf-mmap", 0, 0, "perf_event_open refused");
 		return;
 	}
 	long pg = sysconf(_SC_PAGESIZE);
 	void *m = mmap(NULL, (size_t)pg, PROT_READ, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED) {
 		close(fd);
-		nc__src_set(s, "perf-mmap", 0, 0, "mmap of the perf page failed");
+		nc__stated_set(s, "perf-mmap", 0, 0, "mmap of the perf page failed");
 		return;
 	}
 	volatile struct perf_event_mmap_page *pc = m;
@@ -77,13 +77,13 @@ void nc__src_perf_page(struct nc_hz_source *s)
 	munmap(m, (size_t)pg);
 	close(fd);
 	if (!cap || mult == 0) {
-		nc__src_set(s, "perf-mmap", 0, 0, "kernel did not set cap_user_time");
+		nc__stated_set(s, "perf-mmap", 0, 0, "kernel did not set cap_user_time");
 		return;
 	}
 	double hz = ldexp(1e9, shift) / mult;
-	nc__src_set(s, "perf-mmap", hz, hz * 0.5 / mult, "kernel time_mult/time_shift");
+	nc__stated_set(s, "perf-mmap", hz, hz * 0.5 / mult, "kernel time_mult/time_shift");
 #else
-	nc__src_set(s, "perf-mmap", 0, 0, "not Linux");
+	nc__stated_set(s, "perf-mmap", 0, 0, "not Linux");
 #endif
 }
 

@@ -63,23 +63,23 @@ NC_START static int tsc_available(const struct nc__machine *m, char *why, size_t
 static void cpuinfo_mhz(struct nc_hz_source *s, const struct nc__machine *m)
 {
 	if (!(m->cpuinfo_mhz > 0))
-		nc__src_set(s, "cpuinfo-mhz", 0, 0, "no \"cpu MHz\" in /proc/cpuinfo");
+		nc__stated_set(s, "cpuinfo-mhz", 0, 0, "no \"cpu MHz\" in /proc/cpuinfo");
 	else if (!m->tsc_known_freq)
-		nc__src_set(s, "cpuinfo-mhz", 0, 0,
+		nc__stated_set(s, "cpuinfo-mhz", 0, 0,
 			    "\"cpu MHz\" is not the TSC rate (no tsc_known_freq flag)");
 	else
-		nc__src_set(s, "cpuinfo-mhz", m->cpuinfo_mhz * 1e6, 500,
+		nc__stated_set(s, "cpuinfo-mhz", m->cpuinfo_mhz * 1e6, 500,
 			    "/proc/cpuinfo cpu MHz with tsc_known_freq");
 }
 
 static void sysfs_khz(struct nc_hz_source *s, const struct nc__machine *m)
 {
 	if (m->sysfs_tsc_khz == 0)
-		nc__src_set(s, "sysfs-tsc_freq_khz", 0, 0, "no /sys/.../cpu0/tsc_freq_khz");
+		nc__stated_set(s, "sysfs-tsc_freq_khz", 0, 0, "no /sys/.../cpu0/tsc_freq_khz");
 	else if (m->sysfs_tsc_khz < 0)
-		nc__src_set(s, "sysfs-tsc_freq_khz", 0, 0, "unreadable tsc_freq_khz");
+		nc__stated_set(s, "sysfs-tsc_freq_khz", 0, 0, "unreadable tsc_freq_khz");
 	else
-		nc__src_set(s, "sysfs-tsc_freq_khz", (double)m->sysfs_tsc_khz * 1e3, 500,
+		nc__stated_set(s, "sysfs-tsc_freq_khz", (double)m->sysfs_tsc_khz * 1e3, 500,
 			    "kernel tsc_freq_khz");
 }
 
@@ -87,27 +87,27 @@ static void cpuid_15h(struct nc_hz_source *s, const struct nc__cpuid *c)
 {
 	const uint32_t *r = c->leaf15;
 	if (c->max_leaf < 0x15) {
-		nc__src_set(s, "cpuid-15h", 0, 0, "CPUID leaf 15h not supported");
+		nc__stated_set(s, "cpuid-15h", 0, 0, "CPUID leaf 15h not supported");
 	} else if (r[0] == 0 || r[1] == 0) {
-		nc__src_set(s, "cpuid-15h", 0, 0, "TSC/crystal ratio not enumerated");
+		nc__stated_set(s, "cpuid-15h", 0, 0, "TSC/crystal ratio not enumerated");
 	} else if (r[2] == 0) {
-		nc__src_set(s, "cpuid-15h", 0, 0, "crystal frequency not enumerated");
+		nc__stated_set(s, "cpuid-15h", 0, 0, "crystal frequency not enumerated");
 	} else {
 		/* ECX*EBX < 2^64 since both are 32-bit: exact in 64-bit integers */
 		uint64_t num = (uint64_t)r[2] * r[1];
 		double hz = (double)(num / r[0]) + (double)(num % r[0]) / r[0];
-		nc__src_set(s, "cpuid-15h", hz, 0, "crystal * ratio");
+		nc__stated_set(s, "cpuid-15h", hz, 0, "crystal * ratio");
 	}
 }
 
 static void cpuid_hv(struct nc_hz_source *s, const struct nc__cpuid *c)
 {
 	if (!c->hypervisor)
-		nc__src_set(s, "cpuid-40000010h", 0, 0, "no hypervisor");
+		nc__stated_set(s, "cpuid-40000010h", 0, 0, "no hypervisor");
 	else if (c->hv_tsc_khz == 0)
-		nc__src_set(s, "cpuid-40000010h", 0, 0, "hypervisor states no TSC rate");
+		nc__stated_set(s, "cpuid-40000010h", 0, 0, "hypervisor states no TSC rate");
 	else
-		nc__src_set(s, "cpuid-40000010h", (double)c->hv_tsc_khz * 1e3, 500,
+		nc__stated_set(s, "cpuid-40000010h", (double)c->hv_tsc_khz * 1e3, 500,
 			    "hypervisor TSC kHz");
 }
 

@@ -98,7 +98,7 @@ struct nc__meas {
 };
 /* The one adoption rule: does stated source s agree with measurement m?
  * diff and tolerance in ppm returned. */
-NC_HIDDEN int nc__src_agrees(const struct nc_hz_source *s, const struct nc__meas *m,
+NC_HIDDEN int nc__rate_source_agrees(const struct nc_hz_source *s, const struct nc__meas *m,
 			     double *diff_ppm, double *tol_ppm);
 /* Apply it to every stated source: sets status and reason of each
  * (cross-checks only: the measurement is used); returns how many agree. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The rule for trusting a frequency the hardware, the OS or the user
  * states.  None is taken on faith: each must agree with our own
- * measurement against CLOCK_MONOTONIC_RAW (nc__src_agrees).  The counters
+ * measurement against CLOCK_MONOTONIC_RAW (nc__rate_source_agrees).  The counters
  * read what is stated (src/counter/stated.c). */
 #include "rate.h"
 #include "base/fmt.h"
@@ -18,7 +18,7 @@
  * (about 4 sigma) plus its own rounding (a kHz figure is +-500 Hz): so a
  * wrong table, a guest told the wrong rate, or a nominal frequency the
  * counter does not keep is rejected, with the discrepancy in ppm. */
-int nc__src_agrees(const struct nc_hz_source *s, const struct nc__meas *m, double *diff_ppm,
+int nc__rate_source_agrees(const struct nc_hz_source *s, const struct nc__meas *m, double *diff_ppm,
 		   double *tol_ppm)
 {
 	double quantum_ppm = s->resolution_hz / s->hz * 1e6;
@@ -39,7 +39,7 @@ NC_START int nc__check_stated(const struct nc__meas *m, struct nc_hz_source *src
 		if (!(src[i].hz > 0))
 			continue;
 		double diff, tol;
-		if (!nc__src_agrees(&src[i], m, &diff, &tol)) {
+		if (!nc__rate_source_agrees(&src[i], m, &diff, &tol)) {
 			src[i].status = NC_SRC_REJECTED;
 			nc__fmt(src[i].reason, sizeof(src[i].reason),
 				 "refuted: differs from measurement by %+.2f ppm (tolerance %.2f)", diff,

@@ -44,7 +44,7 @@ struct nc_trace {
 	int err_errno;             /* ... and its errno, given back with it */
 	struct nc_trace_config cfg;
 	uint64_t period_ticks;     /* sync period in ticks, capped at 2^32 - 1 */
-	struct nc__trace_buf **bufs;
+	struct nc__tr_buf **bufs;
 	unsigned nbufs, threads_written;
 	struct nc__tr_name *names; /* queued, not yet written */
 	size_t nnames, capnames;
@@ -77,7 +77,7 @@ void nc_trace_default_config(struct nc_trace_config *c)
 	c->max_threads = 256;
 }
 
-uint64_t nc__trace_period_ticks(const struct nc_trace *t) { return t->period_ticks; }
+uint64_t nc__tr_period_ticks(const struct nc_trace *t) { return t->period_ticks; }
 
 static int check_config(const struct nc_trace_config *c)
 {
@@ -166,7 +166,7 @@ static void write_block(struct nc_trace *t, const unsigned char *blk)
 #endif
 }
 
-static void write_thread_rec(struct nc_trace *t, const struct nc__trace_buf *b)
+static void write_thread_rec(struct nc_trace *t, const struct nc__tr_buf *b)
 {
 	unsigned char r[NC__TR_THREAD_BYTES] = {0};
 	rec_head(r, NC__TR_THREAD, sizeof(r));
@@ -197,7 +197,7 @@ static void flush_locked(struct nc_trace *t)
 	if (t->cfg.mode != NC_TRACE_DROP)
 		return;
 	for (unsigned i = 0; i < t->nbufs; i++) {
-		struct nc__trace_buf *b = t->bufs[i];
+		struct nc__tr_buf *b = t->bufs[i];
 		while (__atomic_load_n(&b->state[b->rd], __ATOMIC_ACQUIRE) == 1) {
 			write_block(t, b->mem + (size_t)b->rd * b->bsize);
 			__atomic_store_n(&b->state[b->rd], 0, __ATOMIC_RELEASE);
@@ -458,7 +458,7 @@ int nc_trace_thread_start(struct nc_trace *t, const char *name, struct nc_trace_
 	if (!t || !out)
 		return NC_EINVAL;
 	*out = NULL;
-	struct nc__trace_buf *b = NULL;
+	struct nc__tr_buf *b = NULL;
 	if (posix_memalign((void **)&b, 64, sizeof(*b)) != 0)
 		return NC_TRACE_ENOMEM;
 	memset(b, 0, sizeof(*b));
@@ -486,7 +486,7 @@ int nc_trace_thread_start(struct nc_trace *t, const char *name, struct nc_trace_
 		return NC_TRACE_EFULL;
 	}
 	b->index = t->nbufs;
-	nc__trace_buf_init(b);
+	nc__tr_buf_init(b);
 	t->bufs[t->nbufs++] = b;
 	pthread_mutex_unlock(&t->mu);
 	*out = &b->pub;
@@ -538,7 +538,7 @@ static void write_end(struct nc_trace *t)
 	nc__put64(r + 24, u);
 	for (unsigned i = 0; i < t->nbufs; i++) {
 		struct nc_trace_counts c;
-		nc__trace_buf_counts(t->bufs[i], &c);
+		nc__tr_buf_counts(t->bufs[i], &c);
 		unsigned char *p = r + NC__TR_END_HEAD + (size_t)i * NC__TR_END_PER_THREAD;
 		nc__put64(p, c.events);
 		nc__put64(p + 8, c.dropped);
@@ -564,11 +564,11 @@ int nc_trace_close(struct nc_trace *t)
 	}
 	pthread_mutex_lock(&t->mu);
 	for (unsigned i = 0; i < t->nbufs; i++)
-		nc__trace_buf_finish(t->bufs[i]);
+		nc__tr_buf_finish(t->bufs[i]);
 	flush_locked(t);
 	if (t->cfg.mode == NC_TRACE_OVERWRITE) {
 		for (unsigned i = 0; i < t->nbufs; i++) {
-			struct nc__trace_buf *b = t->bufs[i];
+			struct nc__tr_buf *b = t->bufs[i];
 			for (uint32_t k = 1; k <= b->nblk; k++) {
 				uint32_t j = (b->cur + k) % b->nblk;
 				if (__atomic_load_n(&b->state[j], __ATOMIC_ACQUIRE) == 1)

@@ -50,7 +50,7 @@
 #define NC__TR_SYNC_LAST 6
 
 /* One thread's buffer; the public head must come first. */
-struct nc__trace_buf {
+struct nc__tr_buf {
 	struct nc_trace_buf pub;
 	struct nc_trace *t;
 	unsigned index;           /* thread number in the file */
@@ -77,12 +77,12 @@ struct nc__trace_buf {
 	int64_t tid;
 };
 /* The session's part the writer needs. */
-NC_HIDDEN uint64_t nc__trace_period_ticks(const struct nc_trace *t);
-NC_HIDDEN void nc__trace_buf_init(struct nc__trace_buf *b); /* opens block 0 */
-NC_HIDDEN void nc__trace_buf_finish(struct nc__trace_buf *b); /* last sync, close block */
-NC_HIDDEN void nc__trace_buf_counts(const struct nc__trace_buf *b, struct nc_trace_counts *o);
+NC_HIDDEN uint64_t nc__tr_period_ticks(const struct nc_trace *t);
+NC_HIDDEN void nc__tr_buf_init(struct nc__tr_buf *b); /* opens block 0 */
+NC_HIDDEN void nc__tr_buf_finish(struct nc__tr_buf *b); /* last sync, close block */
+NC_HIDDEN void nc__tr_buf_counts(const struct nc__tr_buf *b, struct nc_trace_counts *o);
 /* The global sequence line. */
-NC_HIDDEN uint64_t nc__trace_gseq(void);
+NC_HIDDEN uint64_t nc__tr_gseq(void);
 
 /* Little-endian fields, whatever the host. */
 static inline void nc__put32(unsigned char *p, uint32_t v)

@@ -38,29 +38,29 @@ static struct {
 	unsigned char pad[120];
 } gseq_line __attribute__((aligned(128)));
 
-uint64_t nc__trace_gseq(void) { return __atomic_fetch_add(&gseq_line.v, 1, __ATOMIC_RELAXED); }
+uint64_t nc__tr_gseq(void) { return __atomic_fetch_add(&gseq_line.v, 1, __ATOMIC_RELAXED); }
 
-uint64_t nc_trace_global_seq_next(void) { return nc__trace_gseq(); }
+uint64_t nc_trace_global_seq_next(void) { return nc__tr_gseq(); }
 
-static unsigned ext_bytes(const struct nc__trace_buf *b)
+static unsigned ext_bytes(const struct nc__tr_buf *b)
 {
 	return ((b->flags & NC_TRACE_GSEQ) ? 8u : 0u) + ((b->flags & NC_TRACE_CPUTIME) ? 8u : 0u);
 }
 
-static uint64_t *at(struct nc__trace_buf *b, uint64_t off)
+static uint64_t *at(struct nc__tr_buf *b, uint64_t off)
 {
 	return (uint64_t *)(void *)(b->pub.blk + off);
 }
 
 /* The inline path may store 16-byte events while pos < lim; 0 when every
  * append needs this file (per-event options, a full ring, an ended buffer). */
-static void set_lim(struct nc__trace_buf *b)
+static void set_lim(struct nc__tr_buf *b)
 {
 	int slow = b->waiting || b->ended || !b->open || ext_bytes(b) != 0;
 	b->pub.lim = slow ? 0 : b->bsize - EV_BYTES + 1;
 }
 
-static uint64_t cur_events(const struct nc__trace_buf *b)
+static uint64_t cur_events(const struct nc__tr_buf *b)
 {
 	uint64_t pos = __atomic_load_n(&b->pub.pos, __ATOMIC_RELAXED);
 	return (pos - NC__TR_BLOCK_HDR - b->slow_bytes) / EV_BYTES + b->slow_events;
@@ -92,7 +92,7 @@ static void bracket(uint64_t *mid, uint64_t *width, int64_t *mono, int64_t *real
 }
 
 /* A sync record with base `t` (room checked by the caller). */
-static void write_sync(struct nc__trace_buf *b, uint64_t t, unsigned reason)
+static void write_sync(struct nc__tr_buf *b, uint64_t t, unsigned reason)
 {
 	uint64_t mid = 0, width;
 	int64_t mono = 0, real = 0;
@@ -113,7 +113,7 @@ static void write_sync(struct nc__trace_buf *b, uint64_t t, unsigned reason)
 	r[3] = width;
 	r[4] = (uint64_t)mono;
 	r[5] = (uint64_t)real;
-	r[6] = nc__trace_gseq();
+	r[6] = nc__tr_gseq();
 	r[7] = known ? (uint64_t)u.unix_ns - (uint64_t)u.earliest_ns + 1 : UINT64_MAX;
 	r[8] = known ? (uint64_t)u.latest_ns - (uint64_t)u.unix_ns + 1 : UINT64_MAX;
 	r[9] = (uint64_t)u.as_of_ns;
@@ -126,7 +126,7 @@ static void write_sync(struct nc__trace_buf *b, uint64_t t, unsigned reason)
 }
 
 /* Fills the headers and hands the block to the flusher. */
-static void close_block(struct nc__trace_buf *b)
+static void close_block(struct nc__tr_buf *b)
 {
 	if (!b->open)
 		return;
@@ -144,7 +144,7 @@ static void close_block(struct nc__trace_buf *b)
 }
 
 /* Starts block `i` with a sync record at base t. */
-static void open_block(struct nc__trace_buf *b, uint32_t i, uint64_t t, unsigned reason)
+static void open_block(struct nc__tr_buf *b, uint32_t i, uint64_t t, unsigned reason)
 {
 	b->cur = i;
 	b->pub.blk = b->mem + (size_t)i * b->bsize;
@@ -167,7 +167,7 @@ static void open_block(struct nc__trace_buf *b, uint32_t i, uint64_t t, unsigned
 
 /* Closes the current block and opens the next: 0 when the ring is full in
  * drop mode (then the buffer waits, dropping, until the flusher frees it). */
-static int next_block(struct nc__trace_buf *b, uint64_t t)
+static int next_block(struct nc__tr_buf *b, uint64_t t)
 {
 	close_block(b);
 	uint32_t nx = (b->cur + 1) % b->nblk;
@@ -185,13 +185,13 @@ static int next_block(struct nc__trace_buf *b, uint64_t t)
 	return 1;
 }
 
-static void drop(struct nc__trace_buf *b)
+static void drop(struct nc__tr_buf *b)
 {
 	b->pending_drops++;
 	inc(&b->n_dropped);
 }
 
-static void append(struct nc__trace_buf *b, uint64_t t, uint64_t head, uint64_t arg)
+static void append(struct nc__tr_buf *b, uint64_t t, uint64_t head, uint64_t arg)
 {
 	if (b->ended) {
 		inc(&b->n_late);
@@ -223,7 +223,7 @@ static void append(struct nc__trace_buf *b, uint64_t t, uint64_t head, uint64_t 
 	r[1] = arg;
 	unsigned k = 2;
 	if (b->flags & NC_TRACE_GSEQ)
-		r[k++] = nc__trace_gseq();
+		r[k++] = nc__tr_gseq();
 	if (b->flags & NC_TRACE_CPUTIME) {
 		struct timespec ts;
 		int64_t v = -1;
@@ -238,7 +238,7 @@ static void append(struct nc__trace_buf *b, uint64_t t, uint64_t head, uint64_t 
 	}
 }
 
-static void release(struct nc__trace_buf *b)
+static void release(struct nc__tr_buf *b)
 {
 	set_lim(b);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -247,20 +247,20 @@ static void release(struct nc__trace_buf *b)
 
 void nc_impl_trace_append_slow(struct nc_trace_buf *pb, uint64_t ticks, uint64_t head, uint64_t arg)
 {
-	struct nc__trace_buf *b = (struct nc__trace_buf *)pb;
+	struct nc__tr_buf *b = (struct nc__tr_buf *)pb;
 	append(b, ticks, head, arg);
 	release(b);
 }
 
 void nc_impl_trace_append_nested(struct nc_trace_buf *pb)
 {
-	struct nc__trace_buf *b = (struct nc__trace_buf *)pb;
+	struct nc__tr_buf *b = (struct nc__tr_buf *)pb;
 	inc(&b->n_nested);
 }
 
 /* Claims the buffer as an append would; 0 if an append is in progress (a
  * call from a signal handler that interrupted one). */
-static int claim(struct nc__trace_buf *b)
+static int claim(struct nc__tr_buf *b)
 {
 	if (__atomic_load_n(&b->pub.busy, __ATOMIC_RELAXED))
 		return 0;
@@ -269,7 +269,7 @@ static int claim(struct nc__trace_buf *b)
 	return 1;
 }
 
-void nc__trace_buf_init(struct nc__trace_buf *b)
+void nc__tr_buf_init(struct nc__tr_buf *b)
 {
 	b->pub.span = b->period_span;
 	b->block_no = UINT64_MAX; /* open_block makes it 0 */
@@ -279,7 +279,7 @@ void nc__trace_buf_init(struct nc__trace_buf *b)
 
 /* A last sync record (an anchor after the last event), then the block is
  * closed.  The owning thread, or anyone once it stopped appending. */
-void nc__trace_buf_finish(struct nc__trace_buf *b)
+void nc__tr_buf_finish(struct nc__tr_buf *b)
 {
 	if (!claim(b))
 		return;
@@ -295,10 +295,10 @@ void nc__trace_buf_finish(struct nc__trace_buf *b)
 void nc_trace_thread_end(struct nc_trace_buf *pb)
 {
 	if (pb)
-		nc__trace_buf_finish((struct nc__trace_buf *)pb);
+		nc__tr_buf_finish((struct nc__tr_buf *)pb);
 }
 
-void nc__trace_buf_counts(const struct nc__trace_buf *b, struct nc_trace_counts *o)
+void nc__tr_buf_counts(const struct nc__tr_buf *b, struct nc_trace_counts *o)
 {
 	uint64_t in_block = b->open ? cur_events(b) : 0;
 	uint64_t seq0 = b->open ? b->first_seq : b->next_seq;
@@ -317,5 +317,5 @@ void nc_trace_get_counts(const struct nc_trace_buf *pb, struct nc_trace_counts *
 		return;
 	*out = (struct nc_trace_counts){0};
 	if (pb)
-		nc__trace_buf_counts((const struct nc__trace_buf *)pb, out);
+		nc__tr_buf_counts((const struct nc__tr_buf *)pb, out);
 }

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "destructive.h"
+
 struct child_case {
 	const char *name;
 	void (*fn)(const char *arg);
@@ -117,6 +119,39 @@ static inline void child_tests(struct CMUnitTest *t, const struct child_case *ca
 		struct CMUnitTest u = {cases[i].name, child_run_state, NULL, NULL, (void *)&cases[i]};
 		t[i] = u;
 	}
+}
+
+/* A test program's main: `--list-cases` and `--case NAME` (child_main),
+ * else the plain cmocka tests (nplain of them, may be 0) then each case in
+ * a child of its own, as the group name.  With destructive cases (dn > 0,
+ * tests/destructive.h): `--destructive` runs those instead, refused (exit
+ * 2) without NANOCLOCK_TEST_DESTRUCTIVE=1. */
+static inline int child_program(const char *name, int argc, char **argv,
+				const struct CMUnitTest *plain, int nplain,
+				const struct child_case *cases, int n,
+				const struct child_case *dcases, int dn)
+{
+	if (dn > 0) {
+		int d = destructive_mode(argc, argv);
+		if (d < 0)
+			return 2;
+		if (d) {
+			argc--, argv++;
+			cases = dcases, n = dn, nplain = 0;
+		}
+	}
+	int rc = child_main(argc, argv, cases, n);
+	if (rc >= 0)
+		return rc;
+	struct CMUnitTest *t = calloc((size_t)(nplain + n), sizeof(*t));
+	if (!t)
+		return 1;
+	for (int i = 0; i < nplain; i++)
+		t[i] = plain[i];
+	child_tests(t + nplain, cases, n);
+	rc = _cmocka_run_group_tests(name, t, (size_t)(nplain + n), NULL, NULL);
+	free(t);
+	return rc;
 }
 
 #if defined(NANOCLOCK_H) && defined(NC_BASE_REFCLOCK_H)

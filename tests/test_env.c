@@ -366,14 +366,7 @@ static void test_hz_close(void **state)
 
 int main(int argc, char **argv)
 {
-	int rc = child_main(argc, argv, cases, NCASES);
-	if (rc >= 0)
-		return rc;
-	struct CMUnitTest tests[NCASES + 3] = {
-		cmocka_unit_test(test_parse_good),
-		cmocka_unit_test(test_parse_bad),
-	};
-	child_tests(tests + 2, cases, NCASES);
-	tests[2 + NCASES] = (struct CMUnitTest)cmocka_unit_test(test_hz_close);
-	return _cmocka_run_group_tests("test_env", tests, NCASES + 3, NULL, NULL);
+	const struct CMUnitTest plain[] = {cmocka_unit_test(test_parse_good), cmocka_unit_test(test_parse_bad), cmocka_unit_test(test_hz_close)};
+	return child_program("test_env", argc, argv, plain, (int)(sizeof(plain) / sizeof(plain[0])), cases,
+			     NCASES, NULL, 0);
 }

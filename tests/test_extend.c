@@ -463,11 +463,7 @@ static const struct child_case cases[] = {
 
 int main(int argc, char **argv)
 {
-	int rc = child_main(argc, argv, cases, NCASES);
-	if (rc >= 0)
-		return rc;
-	struct CMUnitTest tests[NCASES + 1];
-	tests[0] = (struct CMUnitTest)cmocka_unit_test(test_extend_step);
-	child_tests(tests + 1, cases, NCASES);
-	return _cmocka_run_group_tests("test_extend", tests, NCASES + 1, NULL, NULL);
+	const struct CMUnitTest plain[] = {cmocka_unit_test(test_extend_step)};
+	return child_program("test_extend", argc, argv, plain, (int)(sizeof(plain) / sizeof(plain[0])), cases,
+			     NCASES, NULL, 0);
 }

@@ -244,11 +244,7 @@ static const struct child_case cases[] = {
 
 int main(int argc, char **argv)
 {
-	int rc = child_main(argc, argv, cases, NCASES);
-	if (rc >= 0)
-		return rc;
-	struct CMUnitTest tests[NCASES + 1];
-	child_tests(tests, cases, NCASES);
-	tests[NCASES] = (struct CMUnitTest)cmocka_unit_test(test_capture_format);
-	return _cmocka_run_group_tests("test_log", tests, NCASES + 1, NULL, NULL);
+	const struct CMUnitTest plain[] = {cmocka_unit_test(test_capture_format)};
+	return child_program("test_log", argc, argv, plain, (int)(sizeof(plain) / sizeof(plain[0])), cases,
+			     NCASES, NULL, 0);
 }

@@ -616,10 +616,5 @@ static const struct child_case cases[] = {
 
 int main(int argc, char **argv)
 {
-	int r = child_main(argc, argv, cases, NCASES);
-	if (r >= 0)
-		return r;
-	struct CMUnitTest t[NCASES];
-	child_tests(t, cases, NCASES);
-	return cmocka_run_group_tests(t, NULL, NULL);
+	return child_program("test_reentrant", argc, argv, NULL, 0, cases, NCASES, NULL, 0);
 }

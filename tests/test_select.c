@@ -459,11 +459,7 @@ static const struct child_case cases[] = {
 
 int main(int argc, char **argv)
 {
-	int rc = child_main(argc, argv, cases, NCASES);
-	if (rc >= 0)
-		return rc;
-	struct CMUnitTest tests[NCASES + 1];
-	child_tests(tests, cases, NCASES);
-	tests[NCASES] = (struct CMUnitTest)cmocka_unit_test(test_resolution_ignores_rare_steps);
-	return _cmocka_run_group_tests("test_select", tests, NCASES + 1, NULL, NULL);
+	const struct CMUnitTest plain[] = {cmocka_unit_test(test_resolution_ignores_rare_steps)};
+	return child_program("test_select", argc, argv, plain, (int)(sizeof(plain) / sizeof(plain[0])), cases,
+			     NCASES, NULL, 0);
 }

@@ -805,12 +805,7 @@ static void test_nominal_tick(void **state)
 
 int main(int argc, char **argv)
 {
-	int rc = child_main(argc, argv, cases, NCASES);
-	if (rc >= 0)
-		return rc;
-	struct CMUnitTest tests[NCASES + 2];
-	tests[0] = (struct CMUnitTest)cmocka_unit_test(test_utc_decode);
-	tests[1] = (struct CMUnitTest)cmocka_unit_test(test_nominal_tick);
-	child_tests(tests + 2, cases, NCASES);
-	return _cmocka_run_group_tests("test_timeline", tests, NCASES + 2, NULL, NULL);
+	const struct CMUnitTest plain[] = {cmocka_unit_test(test_utc_decode), cmocka_unit_test(test_nominal_tick)};
+	return child_program("test_timeline", argc, argv, plain, (int)(sizeof(plain) / sizeof(plain[0])), cases,
+			     NCASES, NULL, 0);
 }

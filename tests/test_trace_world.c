@@ -171,10 +171,5 @@ static const struct child_case cases[] = {
 
 int main(int argc, char **argv)
 {
-	int rc = child_main(argc, argv, cases, NCASES);
-	if (rc >= 0)
-		return rc;
-	struct CMUnitTest tests[NCASES];
-	child_tests(tests, cases, NCASES);
-	return _cmocka_run_group_tests("test_trace_world", tests, NCASES, NULL, NULL);
+	return child_program("test_trace_world", argc, argv, NULL, 0, cases, NCASES, NULL, 0);
 }

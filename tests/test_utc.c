@@ -2896,22 +2896,5 @@ static const struct child_case destructive_cases[] = {
 int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
-	int d = destructive_mode(argc, argv);
-	if (d < 0)
-		return 2;
-	if (d) {
-		/* --destructive [--case NAME | --list-cases] */
-		int rc = child_main(argc - 1, argv + 1, destructive_cases, NDCASES);
-		if (rc >= 0)
-			return rc;
-		struct CMUnitTest tests[NDCASES];
-		child_tests(tests, destructive_cases, NDCASES);
-		return cmocka_run_group_tests_name("test_utc --destructive", tests, NULL, NULL);
-	}
-	int rc = child_main(argc, argv, cases, NCASES);
-	if (rc >= 0)
-		return rc;
-	struct CMUnitTest tests[NCASES];
-	child_tests(tests, cases, NCASES);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return child_program("test_utc", argc, argv, NULL, 0, cases, NCASES, destructive_cases, NDCASES);
 }

@@ -83,8 +83,8 @@ ALL_LDFLAGS = $(SANFLAGS) -pthread $(LDFLAGS)
 # The library, the tool and the LTTng plugin bind their symbols when
 # loaded (-z now, as Debian's hardened builds do), not one at a time during
 # the first call, where each cold lazy binding goes through the resolver
-# (measured: a cold shared start 0.105 -> 0.088 ms median, the loader
-# +3.5 us at exec; docs/shared-clock.md).  Before LDFLAGS, so -Wl,-z,lazy
+# (the cold shared start is faster, the loader a little slower: the figures
+# are in docs/measurements/).  Before LDFLAGS, so -Wl,-z,lazy
 # there wins; BIND_NOW= drops it.
 BIND_NOW ?= -Wl,-z,now
 LIBS := -lm
@@ -103,8 +103,11 @@ TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/%.o)
 # by its relative path, src/base/safefile.h (where a writer may write)
 $(TOOL_OBJ): ALL_CFLAGS = $(filter-out -Isrc,$(BASE_CFLAGS)) $(CPPFLAGS) $(CFLAGS)
 
-TEST_SRC := $(wildcard tests/test_*.c)
-TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
+# The test programs, grouped by the part they test (tests/AREA/test_*.c),
+# built side by side as $(B)/tests/test_*; the headers they share are in
+# tests/ (-Itests)
+TEST_SRC := $(sort $(wildcard tests/*/test_*.c))
+TEST_BIN := $(addprefix $(B)/tests/,$(basename $(notdir $(TEST_SRC))))
 # nanoclock.hpp, tested as C++11 and C++20 with the C++ compiler that goes
 # with CC (g++ for gcc, clang++ for clang, the cross g++ for a cross gcc),
 # and natively with clang++ too where it is installed
@@ -213,19 +216,22 @@ $(MAN_LINKS): $(B)/man/man3/%.3:
 deps:
 	@[ -n "$(NC_SKIP_DEPS)" ] || CC="$(CC)" ./scripts/install-test-deps
 
-$(B)/tests/%: tests/%.c $(STATIC) | deps
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -MMD -MP $(ALL_LDFLAGS) -o $@ $< $(STATIC) -lcmocka $(LIBS)
+define TEST_RULE
+$(B)/tests/$(basename $(notdir $(1))): $(1) $$(STATIC) | deps
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(ALL_CFLAGS) -Itests -MMD -MP $$(ALL_LDFLAGS) -o $$@ $$< $$(STATIC) -lcmocka $$(LIBS)
+endef
+$(foreach t,$(TEST_SRC),$(eval $(call TEST_RULE,$(t))))
 
 -include $(TEST_BIN:=.d) $(EXAMPLE_BIN:=.d)
 
-$(B)/tests/cpp%-clang: tests/test_cpp.cpp $(STATIC) $(HEADERS) include/nanoclock.hpp | deps
+$(B)/tests/cpp%-clang: tests/api/test_cpp.cpp $(STATIC) $(HEADERS) include/nanoclock.hpp | deps
 	@mkdir -p $(dir $@)
-	clang++ -std=c++$* -Iinclude $(CXXWARN) $(SANFLAGS) $(CFLAGS) -pthread -o $@ $< $(STATIC) -lcmocka $(LIBS) $(LDFLAGS)
+	clang++ -std=c++$* -Iinclude -Itests $(CXXWARN) $(SANFLAGS) $(CFLAGS) -pthread -o $@ $< $(STATIC) -lcmocka $(LIBS) $(LDFLAGS)
 
-$(B)/tests/cpp%: tests/test_cpp.cpp $(STATIC) $(HEADERS) include/nanoclock.hpp | deps
+$(B)/tests/cpp%: tests/api/test_cpp.cpp $(STATIC) $(HEADERS) include/nanoclock.hpp | deps
 	@mkdir -p $(dir $@)
-	$(NC_CXX) -std=c++$* -Iinclude $(CXXWARN) $(SANFLAGS) $(CFLAGS) -pthread -o $@ $< $(STATIC) -lcmocka $(LIBS) $(LDFLAGS)
+	$(NC_CXX) -std=c++$* -Iinclude -Itests $(CXXWARN) $(SANFLAGS) $(CFLAGS) -pthread -o $@ $< $(STATIC) -lcmocka $(LIBS) $(LDFLAGS)
 
 tests: $(TEST_BIN) $(CPP_TEST_BIN) $(TOOL) $(EXAMPLE_BIN) $(EXAMPLE_CXX_BIN)
 
@@ -259,7 +265,7 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 		if ./scripts/check-bind-now $(B) "$(BIND_NOW)" "$(LDFLAGS)"; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if ./scripts/check-layers $(B); then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if ./scripts/check-paths; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
-		if ./tests/test_install_deps.sh; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+		if ./tests/tool/test_install_deps.sh; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if logrun check-man-fresh ./scripts/check-man-fresh; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 		if ./scripts/check-guarantees; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	fi; \
@@ -270,34 +276,34 @@ check: tests $(if $(SANITIZE),,$(SHARED))
 		if ./scripts/check-version; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	fi; \
 	if [ -z "$(RUN)" ]; then \
-		echo "== tests/test_help.sh"; \
-		if logrun test_help.sh ./tests/test_help.sh ./$(TOOL); then pass=$$((pass+1)); \
-		else fail=$$((fail+1)); echo "FAILED: tests/test_help.sh"; fi; \
+		echo "== tests/tool/test_help.sh"; \
+		if logrun test_help.sh ./tests/tool/test_help.sh ./$(TOOL); then pass=$$((pass+1)); \
+		else fail=$$((fail+1)); echo "FAILED: tests/tool/test_help.sh"; fi; \
 		echo "== scripts/check-doc-samples"; \
 		if CC="$(CC)" NC_CFLAGS="$(SANFLAGS) $(MODEFLAGS)" ./scripts/check-doc-samples ./$(TOOL); \
 		then pass=$$((pass+1)); \
 		else fail=$$((fail+1)); echo "FAILED: scripts/check-doc-samples"; fi; \
 	fi; \
-	echo "== tests/test_cli.sh"; \
+	echo "== tests/tool/test_cli.sh"; \
 	if logrun test_cli.sh env RUN="$(RUN)" NC_TEST_SANITIZE="$(SANITIZE)" NC_TEST_MODE="$(MODE)" \
-	    ./tests/test_cli.sh ./$(TOOL); then pass=$$((pass+1)); \
-	else fail=$$((fail+1)); echo "FAILED: tests/test_cli.sh"; fi; \
+	    ./tests/tool/test_cli.sh ./$(TOOL); then pass=$$((pass+1)); \
+	else fail=$$((fail+1)); echo "FAILED: tests/tool/test_cli.sh"; fi; \
 	if [ -z "$(RUN)" ]; then \
-		echo "== tests/test_daemon.sh"; \
-		if logrun test_daemon.sh ./tests/test_daemon.sh ./$(TOOL); then pass=$$((pass+1)); \
-		else fail=$$((fail+1)); echo "FAILED: tests/test_daemon.sh"; fi; \
-		echo "== tests/test_trace_export.sh (babeltrace2, protoc, DevTools' model)"; \
-		if logrun test_trace_export.sh ./tests/test_trace_export.sh ./$(TOOL) ./$(B)/examples/trace_pc; \
+		echo "== tests/tool/test_daemon.sh"; \
+		if logrun test_daemon.sh ./tests/tool/test_daemon.sh ./$(TOOL); then pass=$$((pass+1)); \
+		else fail=$$((fail+1)); echo "FAILED: tests/tool/test_daemon.sh"; fi; \
+		echo "== tests/tool/test_trace_export.sh (babeltrace2, protoc, DevTools' model)"; \
+		if logrun test_trace_export.sh ./tests/tool/test_trace_export.sh ./$(TOOL) ./$(B)/examples/trace_pc; \
 		then pass=$$((pass+1)); \
-		else fail=$$((fail+1)); echo "FAILED: tests/test_trace_export.sh"; fi; \
-		echo "== tests/test_outputs.sh (-o and --plot over each kind of thing, as root and nobody)"; \
-		if logrun test_outputs.sh ./tests/test_outputs.sh ./$(TOOL); then pass=$$((pass+1)); \
-		else fail=$$((fail+1)); echo "FAILED: tests/test_outputs.sh"; fi; \
+		else fail=$$((fail+1)); echo "FAILED: tests/tool/test_trace_export.sh"; fi; \
+		echo "== tests/tool/test_outputs.sh (-o and --plot over each kind of thing, as root and nobody)"; \
+		if logrun test_outputs.sh ./tests/tool/test_outputs.sh ./$(TOOL); then pass=$$((pass+1)); \
+		else fail=$$((fail+1)); echo "FAILED: tests/tool/test_outputs.sh"; fi; \
 	fi; \
 	if [ -z "$(RUN)$(SANITIZE)" ]; then \
-		echo "== tests/test_lttng.sh (the LTTng-UST clock plugin: lttng-sessiond, babeltrace2)"; \
-		if logrun test_lttng.sh env CC="$(CC)" ./tests/test_lttng.sh $(B) ./$(TOOL); then pass=$$((pass+1)); \
-		else fail=$$((fail+1)); echo "FAILED: tests/test_lttng.sh"; fi; \
+		echo "== tests/tool/test_lttng.sh (the LTTng-UST clock plugin: lttng-sessiond, babeltrace2)"; \
+		if logrun test_lttng.sh env CC="$(CC)" ./tests/tool/test_lttng.sh $(B) ./$(TOOL); then pass=$$((pass+1)); \
+		else fail=$$((fail+1)); echo "FAILED: tests/tool/test_lttng.sh"; fi; \
 	fi; \
 	echo "test programs: $$pass passed, $$fail failed"; \
 	for n in $$failed; do echo "== failed: $$n, its last lines ($$logs/$$n.log):"; \

@@ -599,7 +599,7 @@ static int init_once(void)
 
 /* The floor of a shared start on this machine: in a cold process that
  * never calls the library, the system calls bench init's shared start
- * makes, as it makes them (through libc, in this order; tests/test_cli.sh
+ * makes, as it makes them (through libc, in this order; tests/tool/test_cli.sh
  * compares the two under strace): the lock's getpid, the record's open,
  * fstat, geteuid where root does not own it, pread and close
  * (NANOCLOCK_SHARED's path), the boot id's open, read and close,

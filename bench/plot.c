@@ -71,7 +71,7 @@ static double quantile(const double *v, size_t n, double q)
 }
 
 /* ---- the plot's directory and its files ----
- * Nothing the plot writes replaces what is not its own (issue 26).  DIR is
+ * Nothing the plot writes replaces what is not its own.  DIR is
  * made if missing (mode 0755, less the umask); an existing DIR is used only
  * if it is this user's, writable by no one else, and empty or an earlier
  * plot's (its plot.gp starts with PLOT_GP_FIRST, written first).  Every

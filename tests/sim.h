@@ -40,7 +40,7 @@ struct sim {
 	 * U(-stall_step_ns, stall_step_ns) (another CPU, caches cold) */
 	double slice_ns, stall_ns, stall_step_ns, slice_left, stall_off;
 	/* the reference's place in the bracket steps by place_step_ns at true
-	 * time place_step_t (what runs beside the process changed: issue 26) */
+	 * time place_step_t (what runs beside the process changed) */
 	double place_step_ns;
 	long double place_step_t;
 	uint64_t rng;

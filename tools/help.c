@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The tool's help texts (tools/help.h).  Every option a command accepts is
- * listed in its help and in nanoclock(1) (tests/test_help.sh compares
+ * listed in its help and in nanoclock(1) (tests/tool/test_help.sh compares
  * them); the usage lines of all commands make `nanoclock --help`. */
 #include "help.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The tool's help texts: `nanoclock --help` and `nanoclock COMMAND --help`
  * (tools/help.c).  nanoclock(1) lists the same options for each command:
- * tests/test_help.sh compares them. */
+ * tests/tool/test_help.sh compares them. */
 #ifndef NC_TOOL_HELP_H
 #define NC_TOOL_HELP_H
 

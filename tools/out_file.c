@@ -43,7 +43,7 @@
 #define RENAME_EXCHANGE (1 << 1)
 #endif
 
-/* tests/test_trace_tool.c builds this file in with NC_OUT_TEST to try the
+/* tests/trace/test_trace_tool.c builds this file in with NC_OUT_TEST to try the
  * paths taken without renameat2 */
 #ifdef NC_OUT_TEST
 static int nc_out_test_no_renameat2;

@@ -45,7 +45,7 @@ static uint64_t read64_cb(void)
 	 * per event, and a stamp needs no more than the kernel's own tracing
 	 * clock (ftrace's "local", sched_clock: a bare RDTSC) gives.  It may
 	 * execute a few instructions early, never before an earlier ordered
-	 * read (tests/test_lttng.sh checks each stamp lies between the traced
+	 * read (tests/tool/test_lttng.sh checks each stamp lies between the traced
 	 * program's ordered reads around it). */
 	return nc_ticks();
 }

@@ -5,7 +5,7 @@
 # CC (<lttng/ust-clock.h> and liblttng-ust-common; Debian: liblttng-ust-dev)
 # and without sanitizers (the plugin is dlopen()ed by programs that are
 # not instrumented).  `make lttng-plugin` builds it; `make lttng-test` also
-# builds tests/lttng/'s traced program (tests/test_lttng.sh runs it).
+# builds tests/lttng/'s traced program (tests/tool/test_lttng.sh runs it).
 #
 # The .so is self-contained: nanoclock comes from the static archive, whose
 # objects are position-independent (-fPIC in BASE_CFLAGS), with its symbols

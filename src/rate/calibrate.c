@@ -35,7 +35,7 @@
  *     came out low: stopping there (checkpoints 25% apart), some rates of
  *     many processes at once on busy CPUs fell outside it; after two in a
  *     row far fewer do, and quiet starts are no slower
- *     (tests/test_contention.c).  Each checkpoint has 16 to 32 bins;
+ *     (tests/clock/test_contention.c).  Each checkpoint has 16 to 32 bins;
  *  3. the slope b is ns per tick, hz = 1e9 / b.  Its standard error is
  *     sigma / sqrt(Sxx), sigma being the residual scatter, if the scatter
  *     is independent from bracket to bracket.  It often is not (a timer

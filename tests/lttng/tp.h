@@ -2,7 +2,7 @@
 /* The tracepoint provider of tests/lttng/traced.c (LTTng-UST 2.13 macros):
  * one event, nanoclock_test:tick, carrying its sequence number and the
  * program's own ordered counter read taken just before it, so that
- * tests/test_lttng.sh can place LTTng's stamp between two of ours. */
+ * tests/tool/test_lttng.sh can place LTTng's stamp between two of ours. */
 #undef LTTNG_UST_TRACEPOINT_PROVIDER
 #define LTTNG_UST_TRACEPOINT_PROVIDER nanoclock_test
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The program tests/test_lttng.sh traces: N events nanoclock_test:tick,
+ * The program tests/tool/test_lttng.sh traces: N events nanoclock_test:tick,
  * about GAP_US apart, each carrying an ordered counter read
  * (nc_ticks_begin) taken just before the tracepoint, so LTTng's stamp of
  * event i, if it is nanoclock's counter, lies between the reads of events

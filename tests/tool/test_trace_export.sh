@@ -13,7 +13,7 @@
 #   - Chrome JSON: DevTools' trace model (npm: devtools-timeline-model)
 #     loads it: every slice and counter, no begin/end argument clash, no
 #     error.
-# usage: tests/test_trace_export.sh TOOL EXAMPLE      (make check runs it)
+# usage: tests/tool/test_trace_export.sh TOOL EXAMPLE      (make check runs it)
 # Each reader runs where it is installed (CI installs them all:
 # scripts/install-test-deps babeltrace2 protobuf-compiler nodejs npm; make
 # check does not): where one is missing its checks say SKIP[machine], which
@@ -21,14 +21,14 @@
 set -u
 tool=$1
 example=$2
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root=$(pwd)
 pass=0
 fail=0
 ok() { pass=$((pass + 1)); echo "ok: $*"; }
 bad() { fail=$((fail + 1)); echo "FAILED: $*"; }
 
-skipped() { echo "SKIP[machine]: tests/test_trace_export.sh: $*"; }
+skipped() { echo "SKIP[machine]: tests/tool/test_trace_export.sh: $*"; }
 have_bt=$(command -v babeltrace2 || true)
 have_protoc=$(command -v protoc || true)
 have_node=$(command -v node >/dev/null 2>&1 && command -v npm || true)

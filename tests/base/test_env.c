@@ -171,7 +171,7 @@ static void child_calib_good(const char *value)
  * within 2 ms + 0.5 ms (a bracket and the stop's own check) shows it, 20
  * overruns fail (20 ms, the default, would show in all of them).  On a
  * machine busy with a build on both CPUs, 5 tries in a row all overran
- * (4.6-5.2 ms, a CI run on 2026-11-27): more tries, not a wider mark. */
+ * in a CI run: more tries, not a wider mark. */
 /* One cold calibration asked for ppm within max_ms: its window (ms) and,
  * in *active_ms, its active time (ms; the window less what exceeded
  * NC__CALIB_GAP_NS of each gap) */
@@ -251,7 +251,7 @@ static double one_target(double ppm, double max_ms, double *got_ppm, double *act
 /* nc_set_calibration_target taken: a goal no 2 ms can reach stops at the
  * cap, active (a preemption's gap counted as NC__CALIB_GAP_NS, as the
  * library counts it) for less than the cap plus one such gap: the overrun
- * the README states (the bracket in hand, or a preemption's gap) and no
+ * docs/clocks.md states (the bracket in hand, or a preemption's gap) and no
  * more, each time, on a busy machine too; a goal of 500 ppm stops early. */
 static void child_calib_target_api(const char *arg)
 {

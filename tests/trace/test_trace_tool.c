@@ -453,7 +453,7 @@ static void expect_lines(const char *what, int st_want, int st, int lines, const
 	free(e);
 }
 
-/* Issue 15's hostile paths through the tool (each failed before: exit 0
+/* Hostile paths through the tool (each failed before: exit 0
  * on /dev/full, 100+ error lines from demo, a hang on a FIFO, a bare nan
  * in JSON, the link's target overwritten, a cut trace refused). */
 static void test_hostile_paths(void **state)
@@ -500,8 +500,7 @@ static void test_hostile_paths(void **state)
 	st = run("timeout 20 %s trace export --format csv -o %s %s", tool, w, good);
 	expect_lines("export to a FIFO", 1, st, 1, "no reader");
 	unlink(w);
-	/* -o through a planted link: neither followed nor replaced (issue 26;
-	 * issue 15 had it replaced) */
+	/* -o through a planted link: neither followed nor replaced */
 	FILE *f = fopen(w2, "w");
 	fputs("precious", f);
 	fclose(f);

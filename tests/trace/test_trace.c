@@ -569,7 +569,7 @@ static void test_accuracy_real(void **state)
 	if (worst_excess > 0)
 		/* the kernel's frequency correction makes CLOCK_REALTIME run
 		 * off CLOCK_MONOTONIC_RAW: the trace's anchors follow it, the
-		 * library's first tie may not (issue 14) */
+		 * library's first tie may not */
 		fail_msg("event %d: Unix time %.0f ns off the library's (bound %.0f: the library's stated "
 			 "tie error then %.0f ns, at the end %.0f ns, anchors ±%.0f ns; kernel frequency "
 			 "correction %+.3f ppm, tie %.3f s old)",

@@ -179,7 +179,7 @@ static void child_bad_candidates(const char *arg)
 		struct sigaction d;
 		CHECK(sigaction(others[i], NULL, &d) == 0);
 		CHECK(d.sa_handler == others_before[i].sa_handler);
-		CHECK(d.sa_flags == others_before[i].sa_flags); /* tests/test_signals.c: bit for bit */
+		CHECK(d.sa_flags == others_before[i].sa_flags); /* tests/clock/test_signals.c: bit for bit */
 	}
 }
 

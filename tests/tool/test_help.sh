@@ -13,12 +13,12 @@
 # once, for all commands, that they take them).  The trace commands'
 # help is tools/trace.c's: a trace command whose --help does not exit 0
 # yet is reported as not compared (and counted apart), never passed.
-#   tests/test_help.sh path/to/nanoclock [path/to/nanoclock.1.scd]
+#   tests/tool/test_help.sh path/to/nanoclock [path/to/nanoclock.1.scd]
 set -u
-TOOL=${1:?usage: tests/test_help.sh path/to/nanoclock [man/nanoclock.1.scd]}
-MAN=${2:-$(dirname "$0")/../man/nanoclock.1.scd}
+TOOL=${1:?usage: tests/tool/test_help.sh path/to/nanoclock [man/nanoclock.1.scd]}
+MAN=${2:-$(dirname "$0")/../../man/nanoclock.1.scd}
 RUN=${RUN:-}
-HDR=$(dirname "$0")/../include/nanoclock.h
+HDR=$(dirname "$0")/../../include/nanoclock.h
 tmp=$(mktemp -d)
 trap '[ -n "${NC_KEEP:-}" ] || rm -rf "$tmp"' EXIT
 pass=0
@@ -149,6 +149,6 @@ done < "$tmp/commands"
 grep -q -- '\*--help\*' "$MAN" && grep -q -- '\*--version\*' "$MAN" ||
 	bad "nanoclock(1) does not say that every command takes --help, or does not name --version"
 
-echo "tests/test_help.sh: $(wc -l < "$tmp/commands") commands; $notyet not compared (no --help yet)"
-echo "tests/test_help.sh: $pass passed, $fail failed"
+echo "tests/tool/test_help.sh: $(wc -l < "$tmp/commands") commands; $notyet not compared (no --help yet)"
+echo "tests/tool/test_help.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The trace writer and reader on hostile paths (issue 15), each case in a
+/* The trace writer and reader on hostile paths, each case in a
  * forked child so a signal that would kill the host, or a hang, shows as a
  * failure of that case only:
  *   - a FIFO whose reader quits: the write error is reported, the process

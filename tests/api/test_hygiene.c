@@ -9,7 +9,7 @@
  *     it measures and says so (skipped where namespaces are not permitted).
  * (Never exiting, and never calling printf-like functions, is checked on
  * the objects by scripts/check-hygiene; leaks by `make check-valgrind`;
- * fork by tests/test_threads.c.)  Each case runs in a child. */
+ * fork by tests/clock/test_threads.c.)  Each case runs in a child. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -5,11 +5,11 @@
 # overlong values.  Each must give exactly one line on stderr and a
 # non-zero exit (2: bad command line; 4: nc_init() refused a NANOCLOCK_*
 # setting, the command's output still printed), never a crash.
-#   tests/test_cli.sh path/to/nanoclock      (RUN="qemu-aarch64 -L /" to emulate)
+#   tests/tool/test_cli.sh path/to/nanoclock      (RUN="qemu-aarch64 -L /" to emulate)
 # Under emulation (RUN set) every third case only: a run of the tool costs
 # ~0.5 s under qemu, and the parsers are portable C, fuzzed natively.
 set -u
-TOOL=${1:?usage: tests/test_cli.sh path/to/nanoclock}
+TOOL=${1:?usage: tests/tool/test_cli.sh path/to/nanoclock}
 RUN=${RUN:-}
 quick=${NC_CLI_QUICK:-}
 [ -z "$RUN" ] || quick=1
@@ -275,5 +275,5 @@ fi
 expect 0 "nanoclock --help" -- $RUN "$TOOL" --help
 expect 0 "nanoclock (no command: the usage)" -- $RUN "$TOOL"
 
-echo "tests/test_cli.sh: $pass passed, $fail failed"
+echo "tests/tool/test_cli.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

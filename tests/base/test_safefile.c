@@ -3,7 +3,7 @@
  * folder that a stranger planted in a world-writable sticky folder is never
  * gone through, whatever fs.protected_symlinks says, by the walk itself and
  * by each of the library's writers (the shared record, the ClockBound
- * segment, a trace file); tests/test_outputs.sh does the same for the
+ * segment, a trace file); tests/tool/test_outputs.sh does the same for the
  * tool's (trace export -o, bench --plot).  Ordinary links (this user's, the
  * folder owner's, or anybody's in a folder not open to all) are followed as
  * the kernel would.  A stranger's name needs root to make: without root

@@ -10,9 +10,9 @@
 #     the generation goes on);
 #   - a record it cannot write: status 1 with the reason, with --once;
 #   - bad options: status 2.
-#   tests/test_daemon.sh path/to/nanoclock
+#   tests/tool/test_daemon.sh path/to/nanoclock
 set -u
-TOOL=${1:?usage: tests/test_daemon.sh path/to/nanoclock}
+TOOL=${1:?usage: tests/tool/test_daemon.sh path/to/nanoclock}
 tmp=$(mktemp -d)
 dpid=
 trap '[ -n "$dpid" ] && kill -9 "$dpid" 2>/dev/null; rm -rf "$tmp"' EXIT
@@ -31,7 +31,7 @@ if [ "$src" != measured ]; then
 	st=$?
 	[ $st -eq 1 ] && grep -q "OS clock" "$tmp/out" && ok "--once on an OS clock: status 1, said why" ||
 		bad "--once on an OS clock: status $st: $(cat "$tmp/out")"
-	echo "tests/test_daemon.sh: $pass passed, $fail failed"
+	echo "tests/tool/test_daemon.sh: $pass passed, $fail failed"
 	[ $fail -eq 0 ]
 	exit
 fi
@@ -226,5 +226,5 @@ for args in "--interval 0" "--interval x" "--record relative" "--record" "--cloc
 	st=$?
 	[ $st -eq 2 ] && ok "daemon $args: status 2, '$(cat "$tmp/err")'" || bad "daemon $args: status $st"
 done
-echo "tests/test_daemon.sh: $pass passed, $fail failed"
+echo "tests/tool/test_daemon.sh: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -402,7 +402,7 @@ static void test_episodic_offsets(void **state)
 	assert_true(worst < 2);
 }
 
-/* Many processes starting at once on few CPUs (issue 26: 20 at once on a
+/* Many processes starting at once on few CPUs (20 at once on a
  * 2-CPU KVM guest): a calibration runs a slice, is off its CPU for
  * milliseconds, runs again.  Across a stall the fit gains leverage no
  * bracket earned (and the reference's place may step: here 1 ns), and the

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The stated rate uncertainty under real contention (issue 26): rounds of
+/* The stated rate uncertainty under real contention: rounds of
  * 20 fresh processes (this program executed again, as programs start)
  * calibrate at the same moment (NANOCLOCK_SHARED=off) while a busy loop
  * runs on every CPU, and each one's rate must lie within what it states,
@@ -16,8 +16,8 @@
  * reference is extended (a longer span shrinks the bound) until each is
  * decided, or the case fails; it never passes a rate it cannot place.
  *
- * What is asserted is what the manual states for contention (README's
- * limits, docs/guarantees.md): the uncertainty is a 4-sigma figure, and
+ * What is asserted is what the manual states for contention
+ * (docs/clocks.md's limits, docs/guarantees.md): the uncertainty is a 4-sigma figure, and
  * under this load at most 1 rate in 1000 lies outside it, none beyond 1.5
  * times it (measured: 4 of 12,640, 1.12 times at worst; then, a busier
  * day, 11 of 2,080, 1.64 times, fixed by the t factor in calibrate.c: 3 of
@@ -29,7 +29,7 @@
  * 160 rates in about 6 s (the span the reference needs to be fine enough).
  * The large counts are scripts/calib-spread's (1200 per run there).  Not
  * run under an emulator or valgrind, whose counter and scheduling are not
- * the machine's (README: a known limit there). */
+ * the machine's (docs/clocks.md: a known limit there). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -3,9 +3,9 @@
 # scripts/install-test-deps with apt-get, dpkg-query and the compiler
 # replaced by stubs (nothing is installed): it names what it installs, one
 # package per word, and asks apt-get for exactly those packages.
-#   tests/test_install_deps.sh
+#   tests/tool/test_install_deps.sh
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/bin"
@@ -54,5 +54,5 @@ case_ "install-test-deps: installing chrony liblttng-ust-dev lttng-tools babeltr
 	"chrony liblttng-ust-dev lttng-tools babeltrace2 protobuf-compiler nodejs npm gnuplot-nox" optional
 case_ "install-test-deps: installing liblttng-ust-dev lttng-tools babeltrace2" \
 	"liblttng-ust-dev lttng-tools babeltrace2" lttng
-echo "tests/test_install_deps.sh: $pass passed, $fail failed"
+echo "tests/tool/test_install_deps.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

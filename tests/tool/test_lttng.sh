@@ -31,14 +31,14 @@
 #     stamped all the same, and the description gives the error;
 #   - without the plugin the clock is LTTng's own ("monotonic", uuid = the
 #     boot id): what the checks above would see if the plugin did nothing.
-# usage: tests/test_lttng.sh [BUILD_DIR [TOOL]]     (make check runs it)
+# usage: tests/tool/test_lttng.sh [BUILD_DIR [TOOL]]     (make check runs it)
 # Runs where LTTng is installed (CI installs it: scripts/install-test-deps
 # lttng; make check does not); skips (exit 0, a SKIP[machine] line that
 # scripts/test-summary counts) where it is missing, or where root's session daemon is
 # already running and no mount namespace can hide it.
 # Never leaves a daemon behind: every daemon it starts is stopped on exit.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 B=${1:-build}
 TOOL=${2:-./$B/nanoclock}
 N=${NC_LTTNG_EVENTS:-200}
@@ -67,7 +67,7 @@ GAP_US=100
 #     1.3 to 73 us after "before" (LTTng's first tracepoint, on a busy
 #     machine), the last 0.4 to 2.7 us before "after", against 300 to 650
 #     ns allowed outside.
-me=tests/test_lttng.sh
+me=tests/tool/test_lttng.sh
 pass=0
 fail=0
 ok() { pass=$((pass + 1)); echo "ok: $*"; }
@@ -111,7 +111,7 @@ if [ -z "${NC_LTTNG_NS:-}" ]; then
 	# another test run) neither sees our program nor is disturbed.
 	if [ "$(id -u)" = 0 ]; then
 		if unshare -m --propagation private true 2>/dev/null; then
-			NC_LTTNG_NS=1 exec unshare -m --propagation private sh tests/test_lttng.sh "$B" "$TOOL"
+			NC_LTTNG_NS=1 exec unshare -m --propagation private sh tests/tool/test_lttng.sh "$B" "$TOOL"
 		fi
 		if [ -e /run/lttng/sessiond.pid ] || [ -S /run/lttng/client-lttng-sessiond ]; then
 			skip "root's session daemon is running (/run/lttng) and no mount namespace can be made to test beside it"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What a shared record states is what its writer measured (issue 26): a
+/* What a shared record states is what its writer measured: a
  * process that adopted a record holds the record's claim until its own
  * refresh measures the rate over the baseline from the tie to a bracket
  * of its own; before that it publishes nothing (written back, the claim
@@ -7,7 +7,7 @@
  * after it publishes its own measurement.  Two writers keeping one record
  * (two `nanoclock daemon`s on one path) so never state a confidence that
  * neither measured.  Every process here is a fresh fork with
- * NANOCLOCK_SHARED set (tests/test_shared.c covers the trust rules). */
+ * NANOCLOCK_SHARED set (tests/shared/test_shared.c covers the trust rules). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

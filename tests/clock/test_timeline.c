@@ -574,7 +574,7 @@ static void child_gettimeofday_steps(const char *arg)
 	CHECK(R.now_err < 2000); /* and live() checked it never went back */
 }
 
-/* The held read (man 3, README): a reader past its epoch's end while the
+/* The held read (man 3, docs/clocks.md): a reader past its epoch's end while the
  * lock is taken (here by the reading thread itself, as by the code a
  * signal handler interrupted) gets a lower bound of the next epoch's
  * value, at most 0.4% of the time past the end below the epoch's line

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# What the tool writes never replaces what is not its own (issue 26 §1).
+# What the tool writes never replaces what is not its own.
 # `trace export -o PATH` (a file, and a CTF directory) and `bench --plot
 # DIR` over each kind of thing at the path, as root and as an ordinary user
 # (nobody, in a directory of its own with mode 1777, so that permissions
@@ -28,10 +28,10 @@
 # Root-only parts (another user, device nodes, the full disk) and the
 # drawing (gnuplot, not installed by make check) say SKIP[root] or
 # SKIP[machine] when they cannot run: scripts/test-summary counts them.
-#   tests/test_outputs.sh path/to/nanoclock      (make check runs it)
+#   tests/tool/test_outputs.sh path/to/nanoclock      (make check runs it)
 set -u
-TOOL=${1:?usage: tests/test_outputs.sh path/to/nanoclock}
-cd "$(dirname "$0")/.." || exit 1
+TOOL=${1:?usage: tests/tool/test_outputs.sh path/to/nanoclock}
+cd "$(dirname "$0")/../.." || exit 1
 pass=0
 fail=0
 skip=0
@@ -39,7 +39,7 @@ ok() { pass=$((pass + 1)); echo "ok: $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 # skipped KIND reason: a line scripts/test-summary counts and judges
 # (tests/skip.h's kinds)
-skipped() { skip=$((skip + 1)) k=$1; shift; echo "SKIP[$k]: tests/test_outputs.sh: $*"; }
+skipped() { skip=$((skip + 1)) k=$1; shift; echo "SKIP[$k]: tests/tool/test_outputs.sh: $*"; }
 
 w=$(mktemp -d "${TMPDIR:-/tmp}/nc-outputs-XXXXXX")
 trap 'rm -rf "$w"' EXIT
@@ -420,5 +420,5 @@ else
 	skipped root "not root: no link of another user's can be planted; the way to an output not tested"
 fi
 
-echo "tests/test_outputs.sh: $pass passed, $fail failed, $skip skipped"
+echo "tests/tool/test_outputs.sh: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

@@ -296,7 +296,9 @@ NC_API void nc_get_conv(nc_conv_t *out); /* snapshot of the current parameters *
  * NC_EBUSY.  It is then the forced choice: if it fails the checks (faults,
  * goes backwards, does not advance) nc_init() returns NC_ENOCOUNTER with
  * the reason in `nanoclock info`, and the library runs on its own best
- * counter.  Reads go through the function pointer (nc_ticks becomes a call). */
+ * counter.  Reads go through the function pointer (nc_ticks becomes a call).
+ * The read function must not call nanoclock: the library probes it holding
+ * its own lock, so such a call would wait for itself. */
 struct nc_counter_spec {
 	const char *name;            /* copied; at most 31 characters */
 	uint64_t (*read)(void *ctx); /* callable from any thread */

@@ -516,7 +516,7 @@ int nc_trace_name(struct nc_trace *t, unsigned id, const char *name)
 	return 0;
 }
 
-static void write_end(struct nc_trace *t)
+static void write_end(struct nc_trace *t, double hz, double ppm)
 {
 	size_t n = NC__TR_END_HEAD + (size_t)t->nbufs * NC__TR_END_PER_THREAD;
 	unsigned char *r = calloc(1, n);
@@ -530,7 +530,6 @@ static void write_end(struct nc_trace *t)
 	rec_head(r, NC__TR_END, (uint32_t)n);
 	nc__put32(r + 8, t->nbufs);
 	nc__put32(r + 12, NC__TR_END_PER_THREAD);
-	double hz = nc_ticks_per_second(), ppm = nc_ticks_per_second_uncertainty_ppm();
 	uint64_t u;
 	memcpy(&u, &hz, 8);
 	nc__put64(r + 16, u);
@@ -562,6 +561,9 @@ int nc_trace_close(struct nc_trace *t)
 		pthread_mutex_unlock(&t->mu);
 		pthread_join(t->flusher, NULL);
 	}
+	/* the library's calls before the session's lock: they may deliver a
+	 * report to the application's log function, which may use the trace */
+	double hz = nc_ticks_per_second(), ppm = nc_ticks_per_second_uncertainty_ppm();
 	pthread_mutex_lock(&t->mu);
 	for (unsigned i = 0; i < t->nbufs; i++)
 		nc__tr_buf_finish(t->bufs[i]);
@@ -576,7 +578,7 @@ int nc_trace_close(struct nc_trace *t)
 			}
 		}
 	}
-	write_end(t);
+	write_end(t, hz, ppm);
 	int rc = t->err, e = t->err_errno;
 	pthread_mutex_unlock(&t->mu);
 	if (close(t->fd) != 0 && rc == 0) {

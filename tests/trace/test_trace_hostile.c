@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "trace_util.h"
+#include "base/log.h"
 #include "child.h"
 #include "skip.h"
 
@@ -574,7 +575,44 @@ static void case_never_replaces(const char *arg)
 	free(d);
 }
 
+/* The application's log function runs with none of the library's locks
+ * held, nc_trace_close's own included: one that flushes the very trace
+ * being closed does not deadlock (a report queued just before the close is
+ * delivered by the library calls the close makes; a deadlock ends the
+ * child by SIGALRM). */
+static struct nc_trace *log_trace;
+static int log_calls;
+static void flushing_log(void *ctx, int level, const char *msg)
+{
+	(void)ctx, (void)level, (void)msg;
+	log_calls++;
+	if (log_trace)
+		(void)nc_trace_flush(log_trace);
+}
+
+static void case_log_during_close(const char *arg)
+{
+	(void)arg;
+	char path[] = "/tmp/nc-trace-log-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	struct nc_trace_config c;
+	nc_trace_default_config(&c);
+	c.flush_ms = 0; /* no flusher thread: only the close delivers */
+	CHECK(nc_trace_open(&log_trace, path, &c) == 0);
+	CHECK(nc_set_log(flushing_log, NULL, NC_LOG_WARN) == 0);
+	alarm(10);
+	nc__log(NC_LOG_WARN, "a report queued just before the close");
+	CHECK(nc_trace_close(log_trace) == 0);
+	log_trace = NULL;
+	alarm(0);
+	unlink(path);
+	CHECK(log_calls >= 1);
+}
+
 static const struct child_case cases[] = {
+	{"log_during_close", case_log_during_close, NULL, NULL, NULL},
 	{"fifo_reader_quits", case_fifo_reader_quits, NULL, NULL, NULL},
 	{"fifo_reader_quits_flusher", case_fifo_reader_quits_flusher, NULL, NULL, NULL},
 	{"fifo_no_reader", case_fifo_no_reader, NULL, NULL, NULL},

@@ -418,6 +418,7 @@ NC_START void nc__shared_publish_own(double goal_ppm)
 		else
 			nc__fmt(why, sizeof(why), "not yet written: the machine's facts are read after "
 				"the start; written once a refresh confirms the rate");
+		V.pending_at = strlen(V.status);
 		nc__shared_status_add(V.own_path, why);
 		return;
 	}
@@ -506,6 +507,9 @@ NC_START void nc__shared_flush(void)
 	if (first) {
 		V.pending = 0;
 		nc__copy(V.path, sizeof(V.path), V.own_path);
+		/* in place of "not yet written" */
+		if (V.pending_at < sizeof(V.status))
+			V.status[V.pending_at] = 0;
 		nc__shared_status_add(V.own_path, "written by this process (once a refresh met the goal)");
 	}
 	nc__unlock();

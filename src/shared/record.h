@@ -73,6 +73,7 @@ struct nc__shared_view {
 	char cpu_text[32];       /* the CPU as the last record written named it */
 	int due;                 /* a refresh found a rewrite due (atomic: nc__shared_flush) */
 	int pending;             /* not written at init: the first statement was wider than ... */
+	size_t pending_at;       /* (where status says so, to be replaced once written) */
 	double goal_ppm;         /* ... the goal; written once a refresh meets it */
 	int have_ids;
 };

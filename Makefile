@@ -95,8 +95,8 @@ LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 # headers live in src/).  CMakeLists.txt globs the same directory.
 HEADERS := $(sort $(wildcard include/*.h include/*.hpp))
 
-# The tool: every file in tools/ and bench/ (CMakeLists.txt globs the same).
-TOOL_SRC := $(sort $(wildcard tools/*.c) $(wildcard bench/*.c))
+# The tool: every file in tools/ and its folders (tools/bench/; CMakeLists.txt globs the same).
+TOOL_SRC := $(sort $(wildcard tools/*.c) $(wildcard tools/*/*.c))
 TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/%.o)
 # the tool sees only the public headers (and its own): the compiler
 # refuses an include of the library's internals, but for the one it shares
@@ -376,7 +376,7 @@ build/fuzz/fuzz_env: fuzz/fuzz_env.c fuzz/fuzz_util.h src/base/config.c src/base
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_env.c src/base/config.c -lm
 build/fuzz/fuzz_cli: fuzz/fuzz_cli.c fuzz/fuzz_util.h tools/opts.c tools/opts.h tools/args.c \
-		tools/args.h tools/bench_opts.c bench/bench.h tools/help.c tools/help.h
+		tools/args.h tools/bench_opts.c tools/bench/bench.h tools/help.c tools/help.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_cli.c tools/opts.c tools/args.c tools/bench_opts.c \
 		tools/help.c -lm

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* libFuzzer: the tool's whole command line (nc_parse_command: info, now,
+/* libFuzzer: the tool's whole command line (tool_parse_command: info, now,
  * check and bench with their options, --help and --version; trace's own
  * options are parsed by tools/trace.c, whose file reader
  * fuzz/trace_decode.c drives).  The input is split at NUL bytes into up to
@@ -33,26 +33,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size == 0)
 		argc = 1; /* no command at all */
 	argv[argc] = NULL;
-	struct nc_tool_opts o;
+	struct tool_tool_opts o;
 	char why[256];
 	memset(why, 'x', sizeof(why));
 	why[sizeof(why) - 1] = 0;
-	int rc = nc_parse_command(argc, argv, &o, why, sizeof(why));
+	int rc = tool_parse_command(argc, argv, &o, why, sizeof(why));
 	if (rc == -1) {
 		fuzz_check_line(why, sizeof(why), 1);
 	} else if (rc == 0) {
-		const struct nc_check_opts *c = &o.check;
-		const struct nc_bench_opts *b = &o.bench;
+		const struct tool_check_opts *c = &o.check;
+		const struct tool_bench_opts *b = &o.bench;
 		if (o.cmd < NC_CMD_HELP || o.cmd > NC_CMD_DAEMON)
 			abort();
-		const struct nc_daemon_opts *d = &o.daemon;
+		const struct tool_daemon_opts *d = &o.daemon;
 		if (o.cmd == NC_CMD_DAEMON &&
 		    (!d->record || d->record[0] != '/' || strlen(d->record) > 240 ||
 		     !(d->interval_s >= 0.01 && d->interval_s <= 86400) || (d->once != 0 && d->once != 1)))
 			abort();
 		if (o.now.mode < 0 || o.now.mode > 3)
 			abort();
-		if (o.cmd == NC_CMD_HELP && (!o.help_topic || !nc_help_text(o.help_topic)))
+		if (o.cmd == NC_CMD_HELP && (!o.help_topic || !tool_help_text(o.help_topic)))
 			abort();
 		if ((c->method != NC_SYNC_COP && c->method != NC_SYNC_SWITCH) || c->probes < 0 ||
 		    c->probes > 100000000 || c->rounds < 0 || c->rounds > 1000)

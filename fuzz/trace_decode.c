@@ -58,17 +58,17 @@ static void export_all(struct nc_trace_reader **r, unsigned n)
 	static const char *const names[2] = {"a", "b"};
 	FILE *f = sink_file();
 	for (int fmt = 0; fmt < 4; fmt++) {
-		struct nc_export x;
-		if (nc_export_begin(&x, r, names, n, 0) != 0)
+		struct tool_export x;
+		if (tool_export_begin(&x, r, names, n, 0) != 0)
 			continue;
 		char why[256];
 		switch (fmt) {
-		case 0: nc_export_csv(f, &x); break;
-		case 1: nc_export_chrome(f, &x); break;
-		case 2: nc_export_perfetto(f, &x); break;
-		default: nc_export_ctf(ctf_dir(), &x, why, sizeof(why)); break;
+		case 0: tool_export_csv(f, &x); break;
+		case 1: tool_export_chrome(f, &x); break;
+		case 2: tool_export_perfetto(f, &x); break;
+		default: tool_export_ctf(ctf_dir(), &x, why, sizeof(why)); break;
 		}
-		nc_export_end(&x);
+		tool_export_end(&x);
 	}
 }
 
@@ -88,8 +88,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (why[0] == 0 || strchr(why, '\n') || used >= size))
 		__builtin_trap();
 	FILE *f = sink_file();
-	nc_trace_print_stats(f, r, "fuzz", 0);
-	nc_trace_print_stats(f, r, "fuzz", 1);
+	tool_trace_print_stats(f, r, "fuzz", 0);
+	tool_trace_print_stats(f, r, "fuzz", 1);
 	struct nc_trace_reader *two[2] = {r, r};
 	export_all(two, 1);
 	export_all(two, 2);

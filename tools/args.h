@@ -9,9 +9,9 @@
 
 /* Digits only (no sign, space or exponent): their value, LLONG_MAX past
  * 18 of them (beyond every range the tool takes), or -1.  The tool's one
- * reading of a whole number: nc_arg_ll's, and the N of /dev/fd/N (inline:
+ * reading of a whole number: tool_arg_ll's, and the N of /dev/fd/N (inline:
  * a test builds tools/out_file.c alone). */
-static inline long long nc_arg_digits(const char *s)
+static inline long long tool_arg_digits(const char *s)
 {
 	long long v = 0;
 	if (!*s)
@@ -25,14 +25,14 @@ static inline long long nc_arg_digits(const char *s)
 }
 
 /* 0 and *out set, or -1 with why[] filled ("--runs: 'x' is not a whole number"). */
-int nc_arg_long(const char *opt, const char *s, long lo, long hi, long *out, char *why,
+int tool_arg_long(const char *opt, const char *s, long lo, long hi, long *out, char *why,
 		size_t whylen);
-int nc_arg_ll(const char *opt, const char *s, long long lo, long long hi, long long *out,
+int tool_arg_ll(const char *opt, const char *s, long long lo, long long hi, long long *out,
 	      char *why, size_t whylen);
-int nc_arg_double(const char *opt, const char *s, double lo, double hi, double *out, char *why,
+int tool_arg_double(const char *opt, const char *s, double lo, double hi, double *out, char *why,
 		  size_t whylen);
 /* User text fit for a one-line message: at most 40 characters, control and
  * non-ASCII bytes shown as '?', "..." when cut.  Returns out. */
-const char *nc_arg_quote(const char *s, char *out, size_t outlen);
+const char *tool_arg_quote(const char *s, char *out, size_t outlen);
 
 #endif

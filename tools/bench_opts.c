@@ -19,7 +19,7 @@ static const struct {
 	{"trace", "bench trace", NC_BENCH_TRACE},
 };
 
-const char *nc_bench_help_topic(const char *sub)
+const char *tool_bench_help_topic(const char *sub)
 {
 	for (size_t k = 0; k < sizeof(subs) / sizeof(subs[0]); k++)
 		if (!strcmp(sub, subs[k].name))
@@ -37,7 +37,7 @@ static const char *value(int argc, char *const *argv, int *i, char *why, size_t 
 	return argv[++*i];
 }
 
-int nc_parse_bench(int argc, char *const *argv, struct nc_bench_opts *o, char *why, size_t whylen)
+int tool_parse_bench(int argc, char *const *argv, struct tool_bench_opts *o, char *why, size_t whylen)
 {
 	memset(o, 0, sizeof(*o));
 	char q[48];
@@ -53,7 +53,7 @@ int nc_parse_bench(int argc, char *const *argv, struct nc_bench_opts *o, char *w
 		if (!found) {
 			snprintf(why, whylen,
 				 "unknown benchmark '%s': init, unix, sync, stress, latency or trace",
-				 nc_arg_quote(argv[0], q, sizeof(q)));
+				 tool_arg_quote(argv[0], q, sizeof(q)));
 			return -1;
 		}
 		i = 1;
@@ -82,32 +82,32 @@ int nc_parse_bench(int argc, char *const *argv, struct nc_bench_opts *o, char *w
 			o->plot_dir = v;
 		} else if (!strcmp(a, "--runs") && (sub == NC_BENCH_INIT || sub == NC_BENCH_SYNC)) {
 			if (!(v = value(argc, argv, &i, why, whylen)) ||
-			    nc_arg_long(a, v, 1, 100000, &o->runs, why, whylen))
+			    tool_arg_long(a, v, 1, 100000, &o->runs, why, whylen))
 				return -1;
 		} else if (!strcmp(a, "--seconds") &&
 			   (sub == NC_BENCH_UNIX || sub == NC_BENCH_STRESS || sub == NC_BENCH_DEFAULT)) {
 			if (!(v = value(argc, argv, &i, why, whylen)) ||
-			    nc_arg_double(a, v, 0.1, 86400, &o->seconds, why, whylen))
+			    tool_arg_double(a, v, 0.1, 86400, &o->seconds, why, whylen))
 				return -1;
 			seconds_set = 1;
 		} else if (!strcmp(a, "--step") && sub == NC_BENCH_UNIX) {
 			o->step = 1;
 		} else if (!strcmp(a, "--idle") && sub == NC_BENCH_INIT) {
 			if (!(v = value(argc, argv, &i, why, whylen)) ||
-			    nc_arg_double(a, v, 0, 3600, &o->idle, why, whylen))
+			    tool_arg_double(a, v, 0, 3600, &o->idle, why, whylen))
 				return -1;
 		} else if (!strcmp(a, "--threads") && sub == NC_BENCH_STRESS) {
 			if (!(v = value(argc, argv, &i, why, whylen)) ||
-			    nc_arg_long(a, v, 1, 1024, &o->threads, why, whylen))
+			    tool_arg_long(a, v, 1, 1024, &o->threads, why, whylen))
 				return -1;
 		} else if (!strcmp(a, "--calls") && sub == NC_BENCH_LATENCY) {
 			/* at least one batch of the measurement; at most ~1 hour of calls */
 			if (!(v = value(argc, argv, &i, why, whylen)) ||
-			    nc_arg_ll(a, v, 10000, 100000000000LL, &o->calls, why, whylen))
+			    tool_arg_ll(a, v, 10000, 100000000000LL, &o->calls, why, whylen))
 				return -1;
 		} else {
 			snprintf(why, whylen, "unknown option '%s'%s%s (nanoclock bench%s%s --help lists them)",
-				 nc_arg_quote(a, q, sizeof(q)), sub == NC_BENCH_DEFAULT ? "" : " for ",
+				 tool_arg_quote(a, q, sizeof(q)), sub == NC_BENCH_DEFAULT ? "" : " for ",
 				 sub == NC_BENCH_DEFAULT ? "" : argv[0], sub == NC_BENCH_DEFAULT ? "" : " ",
 				 sub == NC_BENCH_DEFAULT ? "" : argv[0]);
 			return -1;

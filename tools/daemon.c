@@ -83,7 +83,7 @@ static int stopped(const sigset_t *set, double s)
 
 /* What the loop carries from one write to the next */
 struct keeper {
-	const struct nc_daemon_opts *o;
+	const struct tool_daemon_opts *o;
 	sigset_t set;       /* the signals taken with sigtimedwait */
 	int verdict;        /* the cross-CPU verdict the record carries (-1: none) */
 	double shift_ns;
@@ -143,7 +143,7 @@ static void cross_cpu(struct keeper *k, const struct nc_shared_status *st)
  * time with --once) */
 static int keep_clockbound(struct keeper *k)
 {
-	const struct nc_daemon_opts *o = k->o;
+	const struct tool_daemon_opts *o = k->o;
 	char why[256];
 	int crc = nc_utc_publish_clockbound(o->clockbound, why, sizeof(why));
 	if (crc != 0 && (!k->cb_failing || o->once))
@@ -165,7 +165,7 @@ static int keep_clockbound(struct keeper *k)
 
 static int keep_record(struct keeper *k)
 {
-	const struct nc_daemon_opts *o = k->o;
+	const struct tool_daemon_opts *o = k->o;
 	char why[192];
 	int prc = nc_shared_publish(o->record, k->verdict, k->shift_ns, k->ncpus, why, sizeof(why));
 	if (prc != 0) {
@@ -197,7 +197,7 @@ static int keep_record(struct keeper *k)
 	return RECORD_WRITTEN;
 }
 
-static int run(const struct nc_daemon_opts *o)
+static int run(const struct tool_daemon_opts *o)
 {
 	struct keeper k = {.o = o, .said_ppm = INFINITY};
 	if (start(&k) != 0)
@@ -265,7 +265,7 @@ static int run(const struct nc_daemon_opts *o)
 	}
 }
 
-int nc_daemon_main(const struct nc_daemon_opts *o)
+int tool_daemon_main(const struct tool_daemon_opts *o)
 {
 	int rc = run(o);
 	nc_utc_stop(); /* the UTC source's socket or segment closed, as everything else */

@@ -58,7 +58,7 @@ struct spans {
 
 /* The first pass over the merge: every event's interval and machine.  0
  * or an error; what was allocated is in *s either way. */
-static int collect_spans(const struct nc_export *x, const unsigned *host, struct spans *s)
+static int collect_spans(const struct tool_export *x, const unsigned *host, struct spans *s)
 {
 	struct nc_trace_merge *m;
 	int rc = nc_trace_merge_open(&m, x->r, x->n);
@@ -111,7 +111,7 @@ static int overlaps(const struct span *per, uint64_t count, struct span sp)
 	return lo && per[lo - 1].l >= sp.e;
 }
 
-static int mark_concurrent(struct nc_export *x)
+static int mark_concurrent(struct tool_export *x)
 {
 	unsigned host[256], hosts = 0;
 	for (unsigned i = 0; i < x->n && i < 256; i++) {
@@ -164,7 +164,7 @@ static int mark_concurrent(struct nc_export *x)
 	return rc;
 }
 
-int nc_export_begin(struct nc_export *x, struct nc_trace_reader *const *r, const char *const *names,
+int tool_export_begin(struct tool_export *x, struct nc_trace_reader *const *r, const char *const *names,
 		    unsigned n, int progress)
 {
 	memset(x, 0, sizeof(*x));
@@ -186,7 +186,7 @@ int nc_export_begin(struct nc_export *x, struct nc_trace_reader *const *r, const
 	return nc_trace_merge_open(&x->m, r, n);
 }
 
-int nc_export_next(struct nc_export *x, struct nc_trace_rec *e)
+int tool_export_next(struct tool_export *x, struct nc_trace_rec *e)
 {
 	if (!nc_trace_merge_next(x->m, e))
 		return 0;
@@ -207,7 +207,7 @@ int nc_export_next(struct nc_export *x, struct nc_trace_rec *e)
 	return 1;
 }
 
-int nc_export_end(struct nc_export *x)
+int tool_export_end(struct tool_export *x)
 {
 	int rc = x->m ? nc_trace_merge_error(x->m) : 0;
 	nc_trace_merge_close(x->m);
@@ -219,7 +219,7 @@ int nc_export_end(struct nc_export *x)
 	return rc;
 }
 
-const char *nc_export_ev_name(const struct nc_export *x, unsigned file, unsigned id, char *buf,
+const char *tool_export_ev_name(const struct tool_export *x, unsigned file, unsigned id, char *buf,
 			      size_t len)
 {
 	const char *n = nc_trace_read_name(x->r[file], id);
@@ -229,7 +229,7 @@ const char *nc_export_ev_name(const struct nc_export *x, unsigned file, unsigned
 	return buf;
 }
 
-void nc_export_clean(char *dst, size_t dlen, const char *src)
+void tool_export_clean(char *dst, size_t dlen, const char *src)
 {
 	size_t i = 0;
 	for (; src && src[i] && i + 1 < dlen; i++) {
@@ -240,7 +240,7 @@ void nc_export_clean(char *dst, size_t dlen, const char *src)
 		dst[i < dlen ? i : dlen - 1] = 0;
 }
 
-void nc_export_jstr(FILE *f, const char *s)
+void tool_export_jstr(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (; s && *s; s++) {
@@ -255,7 +255,7 @@ void nc_export_jstr(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-void nc_export_jnum(FILE *f, const char *fmt, double v)
+void tool_export_jnum(FILE *f, const char *fmt, double v)
 {
 	if (isfinite(v))
 		fprintf(f, fmt, v);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* `nanoclock trace export`: the exporters and what they share (tools/export*.c).
  * Every exporter streams: it takes the merged events one at a time
- * (nc_export_next) and keeps per thread, never per event, state. */
+ * (tool_export_next) and keeps per thread, never per event, state. */
 #ifndef NC_TOOL_EXPORT_H
 #define NC_TOOL_EXPORT_H
 
@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-struct nc_export {
+struct tool_export {
 	struct nc_trace_reader *const *r;
 	const char *const *names; /* the files' names (process names), may be NULL */
 	unsigned n;
@@ -20,7 +20,7 @@ struct nc_export {
 	int progress;            /* a progress line on stderr */
 	uint64_t next_look;
 	int64_t last_print_ns;
-	/* the event nc_export_next returned last: its UTC interval and whether
+	/* the event tool_export_next returned last: its UTC interval and whether
 	 * it overlaps an event of another machine (several hosts' traces) */
 	struct nc_utc utc;
 	int concurrent;
@@ -31,40 +31,40 @@ struct nc_export {
 
 /* Opens the merge of r[0..n-1]; progress: print a progress line on stderr
  * (the caller passes isatty(2)).  0 or a negative error. */
-int nc_export_begin(struct nc_export *x, struct nc_trace_reader *const *r, const char *const *names,
+int tool_export_begin(struct tool_export *x, struct nc_trace_reader *const *r, const char *const *names,
 		    unsigned n, int progress);
 /* The next event in time order: 1, or 0 at the end.  x->utc and
  * x->concurrent are that event's. */
-int nc_export_next(struct nc_export *x, struct nc_trace_rec *e);
+int tool_export_next(struct tool_export *x, struct nc_trace_rec *e);
 /* Closes the merge: 0, or why the events ended early (NC_TRACE_EIO). */
-int nc_export_end(struct nc_export *x);
+int tool_export_end(struct tool_export *x);
 
 /* An event id's name in file `file` ("event ID" when it has none). */
-const char *nc_export_ev_name(const struct nc_export *x, unsigned file, unsigned id, char *buf,
+const char *tool_export_ev_name(const struct tool_export *x, unsigned file, unsigned id, char *buf,
 			      size_t len);
 /* A string from the file made printable ASCII (anything else: '?'). */
-void nc_export_clean(char *dst, size_t dlen, const char *src);
+void tool_export_clean(char *dst, size_t dlen, const char *src);
 /* A JSON string literal, bytes outside printable ASCII as \u00XX. */
-void nc_export_jstr(FILE *f, const char *s);
+void tool_export_jstr(FILE *f, const char *s);
 /* A number for JSON: null if not finite. */
-void nc_export_jnum(FILE *f, const char *fmt, double v);
+void tool_export_jnum(FILE *f, const char *fmt, double v);
 
 /* 1 if head[0..n-1], the first bytes of a file, begin an export of this
  * format that this tool wrote: CSV (its header line), Chrome JSON (its
  * first key, naming nanoclock), Perfetto (its first packet's fields).
  * Such a file of the user's may be replaced by a new export
  * (tools/out_file.c); nothing else is.  The first 4096 bytes are enough. */
-int nc_export_csv_is_ours(const unsigned char *head, size_t n);
-int nc_export_chrome_is_ours(const unsigned char *head, size_t n);
-int nc_export_perfetto_is_ours(const unsigned char *head, size_t n);
+int tool_export_csv_is_ours(const unsigned char *head, size_t n);
+int tool_export_chrome_is_ours(const unsigned char *head, size_t n);
+int tool_export_perfetto_is_ours(const unsigned char *head, size_t n);
 
 /* The exporters.  0, or a negative NC_* error; the output's own write
  * errors are the caller's to check (ferror). */
-int nc_export_csv(FILE *f, struct nc_export *x);
-int nc_export_chrome(FILE *f, struct nc_export *x);
-int nc_export_perfetto(FILE *f, struct nc_export *x);
+int tool_export_csv(FILE *f, struct tool_export *x);
+int tool_export_chrome(FILE *f, struct tool_export *x);
+int tool_export_perfetto(FILE *f, struct tool_export *x);
 /* CTF writes a directory: dirfd is an empty directory of its own; why[]
  * gets a one-line reason for an error of its own (a write error). */
-int nc_export_ctf(int dirfd, struct nc_export *x, char *why, size_t whylen);
+int tool_export_ctf(int dirfd, struct tool_export *x, char *why, size_t whylen);
 
 #endif

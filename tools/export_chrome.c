@@ -36,29 +36,29 @@ static const char *verdict_name(int v)
 	return v == 0 ? "consistent" : v == 1 ? "inconsistent" : v == 2 ? "inconclusive" : "not run";
 }
 
-static void clock_record(FILE *f, const struct nc_export *x, unsigned i)
+static void clock_record(FILE *f, const struct tool_export *x, unsigned i)
 {
 	struct nc_trace_info in;
 	nc_trace_read_info(x->r[i], &in);
 	fprintf(f, "%s\n   {\"file\": ", i ? "," : "");
-	nc_export_jstr(f, x->names ? x->names[i] : "trace");
+	tool_export_jstr(f, x->names ? x->names[i] : "trace");
 	fprintf(f, ", \"pid\": %u, \"host\": ", in.pid);
-	nc_export_jstr(f, in.host);
+	tool_export_jstr(f, in.host);
 	fprintf(f, ", \"counter\": ");
-	nc_export_jstr(f, in.counter);
+	tool_export_jstr(f, in.counter);
 	fprintf(f, ", \"hz\": ");
-	nc_export_jnum(f, "%.3f", in.hz);
+	tool_export_jnum(f, "%.3f", in.hz);
 	fprintf(f, ", \"hz_ppm\": ");
-	nc_export_jnum(f, "%.6g", in.hz_ppm);
+	tool_export_jnum(f, "%.6g", in.hz_ppm);
 	fprintf(f, ", \"unix_tie_error_ns\": ");
-	nc_export_jnum(f, "%.1f", in.tie_error_ns);
+	tool_export_jnum(f, "%.1f", in.tie_error_ns);
 	fprintf(f, ", \"utc_error_ns\": ");
 	if (in.utc_error_ns >= 0)
-		nc_export_jnum(f, "%.0f", in.utc_error_ns);
+		tool_export_jnum(f, "%.0f", in.utc_error_ns);
 	else
 		fputs("null", f);
 	fprintf(f, ", \"max_anchor_halfwidth_ns\": ");
-	nc_export_jnum(f, "%.1f", in.max_anchor_halfwidth_ns);
+	tool_export_jnum(f, "%.1f", in.max_anchor_halfwidth_ns);
 	fprintf(f, ", \"cross_cpu\": \"%s\"}", verdict_name(in.sync_verdict));
 }
 
@@ -66,14 +66,14 @@ static void clock_record(FILE *f, const struct nc_export *x, unsigned i)
  * earlier one is recognised (a JSON reader sees an ordinary key). */
 #define HEAD "{\"displayTimeUnit\": \"ns\",\n \"otherData\": {\"generator\": \"nanoclock "
 
-int nc_export_chrome_is_ours(const unsigned char *head, size_t n)
+int tool_export_chrome_is_ours(const unsigned char *head, size_t n)
 {
 	return n >= sizeof(HEAD) - 1 && !memcmp(head, HEAD, sizeof(HEAD) - 1);
 }
 
 /* The time origin: the earliest event (mono for one file, Unix time
  * across files); *origin_unix, its Unix time */
-static int64_t time_origin(const struct nc_export *x, int64_t *origin_unix)
+static int64_t time_origin(const struct tool_export *x, int64_t *origin_unix)
 {
 	int have = 0;
 	int64_t origin = 0;
@@ -94,7 +94,7 @@ static int64_t time_origin(const struct nc_export *x, int64_t *origin_unix)
 }
 
 /* The metadata records: each file a process, its threads named */
-static void name_records(FILE *f, const struct nc_export *x)
+static void name_records(FILE *f, const struct tool_export *x)
 {
 	for (unsigned i = 0; i < x->n; i++) {
 		struct nc_trace_info in;
@@ -105,7 +105,7 @@ static void name_records(FILE *f, const struct nc_export *x)
 		char pn[160];
 		snprintf(pn, sizeof(pn), "%s: pid %u on %s", x->names ? x->names[i] : "trace", in.pid,
 			 in.host[0] ? in.host : "?");
-		nc_export_jstr(f, pn);
+		tool_export_jstr(f, pn);
 		fprintf(f, "}}");
 		for (unsigned k = 0; k < in.threads; k++) {
 			struct nc_trace_thread_info t;
@@ -117,28 +117,28 @@ static void name_records(FILE *f, const struct nc_export *x)
 				   "\"thread_name\", \"pid\": %u, \"tid\": %u, \"ts\": 0, \"args\": "
 				   "{\"name\": ",
 				i + 1, k + 1);
-			nc_export_jstr(f, tn);
+			tool_export_jstr(f, tn);
 			fprintf(f, "}}");
 		}
 	}
 }
 
 /* One event's record (first: no comma before it) */
-static void event_record(FILE *f, const struct nc_export *x, const struct nc_trace_rec *e,
+static void event_record(FILE *f, const struct tool_export *x, const struct nc_trace_rec *e,
 			 int64_t origin, int first)
 {
 	static const char ph[] = {'i', 'B', 'E', 'C'};
 	char nb[32];
-	const char *nm = nc_export_ev_name(x, e->file, e->id, nb, sizeof(nb));
+	const char *nm = tool_export_ev_name(x, e->file, e->id, nb, sizeof(nb));
 	fprintf(f, "%s\n  {\"ph\": \"%c\", \"name\": ", first ? "" : ",",
 		e->kind < 4 ? ph[e->kind] : 'i');
-	nc_export_jstr(f, nm);
+	tool_export_jstr(f, nm);
 	fprintf(f, ", \"cat\": \"nanoclock\", \"pid\": %u, \"tid\": %u, \"ts\": ", e->file + 1,
 		e->thread + 1);
 	rel_us(f, x->by_unix ? e->unix_ns : e->mono_ns, origin);
 	if (e->kind == NC_TRACE_COUNTER) {
 		fprintf(f, ", \"args\": {");
-		nc_export_jstr(f, nm);
+		tool_export_jstr(f, nm);
 		fprintf(f, ": %" PRIu64 "}}", e->arg);
 		return;
 	}
@@ -165,7 +165,7 @@ static void event_record(FILE *f, const struct nc_export *x, const struct nc_tra
 	fprintf(f, "}}");
 }
 
-int nc_export_chrome(FILE *f, struct nc_export *x)
+int tool_export_chrome(FILE *f, struct tool_export *x)
 {
 	int64_t origin_unix, origin = time_origin(x, &origin_unix);
 	fprintf(f, HEAD "%s\", \"time_origin_unix_ns\": %" PRId64 ", \"timebase\": \"%s\",\n  \"clocks\": [",
@@ -176,7 +176,7 @@ int nc_export_chrome(FILE *f, struct nc_export *x)
 	name_records(f, x);
 	int first = x->n == 0;
 	struct nc_trace_rec e;
-	while (nc_export_next(x, &e)) {
+	while (tool_export_next(x, &e)) {
 		event_record(f, x, &e, origin, first);
 		first = 0;
 	}

@@ -32,18 +32,18 @@ static const char header[] = "file,thread,thread_name,seq,gseq,kind,id,name,arg,
 static const char header_0[] =
 	"file,thread,thread_name,seq,gseq,kind,id,name,arg,ticks,mono_ns,unix_ns,cpu_ns\n";
 
-int nc_export_csv_is_ours(const unsigned char *head, size_t n)
+int tool_export_csv_is_ours(const unsigned char *head, size_t n)
 {
 	return (n >= sizeof(header) - 1 && !memcmp(head, header, sizeof(header) - 1)) ||
 	       (n >= sizeof(header_0) - 1 && !memcmp(head, header_0, sizeof(header_0) - 1));
 }
 
-int nc_export_csv(FILE *f, struct nc_export *x)
+int tool_export_csv(FILE *f, struct tool_export *x)
 {
 	char nb[32];
 	struct nc_trace_rec e;
 	fputs(header, f);
-	while (nc_export_next(x, &e)) {
+	while (tool_export_next(x, &e)) {
 		struct nc_trace_thread_info t;
 		nc_trace_read_thread(x->r[e.file], e.thread, &t);
 		fprintf(f, "%u,%u,", e.file, e.thread);
@@ -52,7 +52,7 @@ int nc_export_csv(FILE *f, struct nc_export *x)
 		if (e.gseq != UINT64_MAX)
 			fprintf(f, "%" PRIu64, e.gseq);
 		fprintf(f, ",%s,%u,", kind_name(e.kind), e.id);
-		csv_str(f, nc_export_ev_name(x, e.file, e.id, nb, sizeof(nb)));
+		csv_str(f, tool_export_ev_name(x, e.file, e.id, nb, sizeof(nb)));
 		fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",", e.arg, e.ticks, e.mono_ns,
 			e.unix_ns);
 		if (e.cpu_ns >= 0)

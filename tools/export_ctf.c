@@ -214,7 +214,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 }
 
 /* A uuid derived from the inputs: the same files give the same trace. */
-static void make_uuid(struct ctf *c, const struct nc_export *x)
+static void make_uuid(struct ctf *c, const struct tool_export *x)
 {
 	uint64_t h1 = 0xcbf29ce484222325u, h2 = 0x84222325cbf29ce4u;
 	for (unsigned i = 0; i < x->n; i++) {
@@ -248,7 +248,7 @@ static void uuid_text(char *b, const unsigned char *u)
 /* A TSDL string literal's contents: printable ASCII without quote or backslash. */
 static void tsdl_clean(char *dst, size_t dlen, const char *src)
 {
-	nc_export_clean(dst, dlen, src);
+	tool_export_clean(dst, dlen, src);
 	for (char *p = dst; *p; p++)
 		if (*p == '"' || *p == '\\')
 			*p = '_';
@@ -289,7 +289,7 @@ static double file_error_ns(const struct nc_trace_info *in)
 /* The clock's precision: the largest error from CLOCK_REALTIME of the
  * files (capped at 1e15 ns) in *err; 1 where every file had a bound on
  * UTC (the clock is absolute), else 0 */
-static int clock_bound(const struct nc_export *x, double *err)
+static int clock_bound(const struct tool_export *x, double *err)
 {
 	*err = 0;
 	int absolute = 1;
@@ -308,7 +308,7 @@ static int clock_bound(const struct nc_export *x, double *err)
 }
 
 /* File i's part of the env block: what it was recorded with */
-static void env_file(FILE *f, const struct nc_export *x, unsigned i)
+static void env_file(FILE *f, const struct tool_export *x, unsigned i)
 {
 	struct nc_trace_info in;
 	nc_trace_read_info(x->r[i], &in);
@@ -366,7 +366,7 @@ static void write_streams(FILE *f)
 			cls[k], k, k == 3 ? "value" : "arg");
 }
 
-static int write_metadata(struct ctf *c, const struct nc_export *x)
+static int write_metadata(struct ctf *c, const struct tool_export *x)
 {
 	int fd = openat(c->dirfd, "metadata", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
@@ -421,7 +421,7 @@ static int write_metadata(struct ctf *c, const struct nc_export *x)
 	return 0;
 }
 
-int nc_export_ctf(int dirfd, struct nc_export *x, char *why, size_t whylen)
+int tool_export_ctf(int dirfd, struct tool_export *x, char *why, size_t whylen)
 {
 	struct ctf c;
 	memset(&c, 0, sizeof(c));
@@ -459,13 +459,13 @@ int nc_export_ctf(int dirfd, struct nc_export *x, char *why, size_t whylen)
 	make_uuid(&c, x);
 	char nb[32], clean[64];
 	struct nc_trace_rec e;
-	while (!rc && !c.err && nc_export_next(x, &e)) {
+	while (!rc && !c.err && tool_export_next(x, &e)) {
 		struct stream *s = &c.s[c.base[e.file] + e.thread];
 		if (!s->buf && !(s->buf = malloc(c.cap_packet))) {
 			rc = NC_TRACE_ENOMEM;
 			break;
 		}
-		nc_export_clean(clean, sizeof(clean), nc_export_ev_name(x, e.file, e.id, nb, sizeof(nb)));
+		tool_export_clean(clean, sizeof(clean), tool_export_ev_name(x, e.file, e.id, nb, sizeof(nb)));
 		add_event(&c, s, &e, clean, &x->utc, x->concurrent);
 	}
 	for (size_t i = 0; i < c.ns; i++) {

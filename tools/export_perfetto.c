@@ -202,7 +202,7 @@ static void first_fields(struct pb *p, unsigned file)
 
 /* An earlier export: a first packet (field 1, its length) that starts
  * with the first file's fields exactly as first_fields writes them. */
-int nc_export_perfetto_is_ours(const unsigned char *head, size_t n)
+int tool_export_perfetto_is_ours(const unsigned char *head, size_t n)
 {
 	struct pb p = {.n = 0};
 	first_fields(&p, 0);
@@ -217,7 +217,7 @@ int nc_export_perfetto_is_ours(const unsigned char *head, size_t n)
 
 /* The sequence's first packets: state cleared, argument names, clocks,
  * the process's and threads' tracks. */
-static int sequence_start(FILE *f, const struct nc_export *x, unsigned file, struct seq_state *s)
+static int sequence_start(FILE *f, const struct tool_export *x, unsigned file, struct seq_state *s)
 {
 	struct nc_trace_info in;
 	nc_trace_read_info(x->r[file], &in);
@@ -231,9 +231,9 @@ static int sequence_start(FILE *f, const struct nc_export *x, unsigned file, str
 		return -1;
 	/* the process */
 	char name[260], clean[160];
-	nc_export_clean(clean, sizeof(clean), x->names ? x->names[file] : "trace");
+	tool_export_clean(clean, sizeof(clean), x->names ? x->names[file] : "trace");
 	char host[64];
-	nc_export_clean(host, sizeof(host), in.host);
+	tool_export_clean(host, sizeof(host), in.host);
 	snprintf(name, sizeof(name), "%s: pid %u on %s", clean, in.pid, host[0] ? host : "?");
 	struct pb td = {.n = 0}, d = {.n = 0};
 	u64(&d, PD_PID, in.pid);
@@ -248,7 +248,7 @@ static int sequence_start(FILE *f, const struct nc_export *x, unsigned file, str
 	for (unsigned k = 0; k < in.threads; k++) {
 		struct nc_trace_thread_info t;
 		nc_trace_read_thread(x->r[file], k, &t);
-		nc_export_clean(clean, sizeof(clean), t.name[0] ? t.name : "thread");
+		tool_export_clean(clean, sizeof(clean), t.name[0] ? t.name : "thread");
 		td.n = d.n = p.n = 0;
 		u64(&d, THD_PID, in.pid);
 		u64(&d, THD_TID, (uint64_t)t.tid);
@@ -275,7 +275,7 @@ static void annotation(struct pb *te, unsigned iid, int is_signed, uint64_t v)
 /* A begin's, an end's or an instant's annotations: the event's own
  * fields (from b: an end's names follow a begin's), the UTC bound, and
  * where machines were merged whether it is concurrent with another's */
-static void annotations(struct pb *te, const struct nc_export *x, const struct nc_trace_rec *e,
+static void annotations(struct pb *te, const struct tool_export *x, const struct nc_trace_rec *e,
 			unsigned b)
 {
 	annotation(te, b, 0, e->arg);
@@ -305,12 +305,12 @@ static void annotations(struct pb *te, const struct nc_export *x, const struct n
 
 /* One event as its packet, after the packets it needs first (a counter's
  * track, the clocks where the Unix offset moved): 0 or NC_TRACE_ENOMEM */
-static int event_packet(FILE *f, struct nc_export *x, const struct nc_trace_rec *e,
+static int event_packet(FILE *f, struct tool_export *x, const struct nc_trace_rec *e,
 			struct seq_state *s, struct counters *ctr)
 {
 	char nb[32], clean[64];
-	const char *nm = nc_export_ev_name(x, e->file, e->id, nb, sizeof(nb));
-	nc_export_clean(clean, sizeof(clean), nm);
+	const char *nm = tool_export_ev_name(x, e->file, e->id, nb, sizeof(nb));
+	tool_export_clean(clean, sizeof(clean), nm);
 	struct pb p = {.n = 0}, te = {.n = 0};
 	unsigned type = e->kind == NC_TRACE_BEGIN	? TYPE_BEGIN
 			: e->kind == NC_TRACE_END	? TYPE_END
@@ -369,7 +369,7 @@ static int event_packet(FILE *f, struct nc_export *x, const struct nc_trace_rec 
 	return emit(f, &p) ? NC_TRACE_ENOMEM : 0;
 }
 
-int nc_export_perfetto(FILE *f, struct nc_export *x)
+int tool_export_perfetto(FILE *f, struct tool_export *x)
 {
 	struct seq_state *seq = calloc(x->n ? x->n : 1, sizeof(*seq));
 	struct counters ctr = {0};
@@ -378,7 +378,7 @@ int nc_export_perfetto(FILE *f, struct nc_export *x)
 		if (sequence_start(f, x, i, &seq[i]))
 			rc = NC_TRACE_ENOMEM;
 	struct nc_trace_rec e;
-	while (!rc && nc_export_next(x, &e))
+	while (!rc && tool_export_next(x, &e))
 		rc = event_packet(f, x, &e, &seq[e.file], &ctr);
 	free(ctr.slot);
 	free(seq);

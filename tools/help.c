@@ -286,7 +286,7 @@ static const char bench_trace[] =
 	"  --quick       fewer events\n"
 	"  -h, --help    this help\n";
 
-const char *nc_help_text(const char *topic)
+const char *tool_help_text(const char *topic)
 {
 	static const struct {
 		const char *topic, *text;

@@ -6,8 +6,8 @@
 #define NC_TOOL_HELP_H
 
 /* The help of a topic ("" the tool's usage, "check", "bench init", ...: the
- * help_topic of struct nc_tool_opts), or NULL for an unknown topic.  The
+ * help_topic of struct tool_tool_opts), or NULL for an unknown topic.  The
  * `trace` command's own help is tools/trace.c's. */
-const char *nc_help_text(const char *topic);
+const char *tool_help_text(const char *topic);
 
 #endif

@@ -13,11 +13,11 @@ static int unknown(const char *cmd, const char *arg, char *why, size_t whylen)
 {
 	char q[48];
 	snprintf(why, whylen, "unknown option '%s' (nanoclock %s --help lists them)",
-		 nc_arg_quote(arg, q, sizeof(q)), cmd);
+		 tool_arg_quote(arg, q, sizeof(q)), cmd);
 	return -1;
 }
 
-int nc_parse_info(int argc, char *const *argv, struct nc_info_opts *o, char *why, size_t whylen)
+int tool_parse_info(int argc, char *const *argv, struct tool_info_opts *o, char *why, size_t whylen)
 {
 	memset(o, 0, sizeof(*o));
 	for (int i = 0; i < argc; i++) {
@@ -29,7 +29,7 @@ int nc_parse_info(int argc, char *const *argv, struct nc_info_opts *o, char *why
 	return 0;
 }
 
-int nc_parse_now(int argc, char *const *argv, struct nc_now_opts *o, char *why, size_t whylen)
+int tool_parse_now(int argc, char *const *argv, struct tool_now_opts *o, char *why, size_t whylen)
 {
 	memset(o, 0, sizeof(*o));
 	for (int i = 0; i < argc; i++) {
@@ -45,7 +45,7 @@ int nc_parse_now(int argc, char *const *argv, struct nc_now_opts *o, char *why, 
 	return 0;
 }
 
-int nc_parse_check(int argc, char *const *argv, struct nc_check_opts *o, char *why, size_t whylen)
+int tool_parse_check(int argc, char *const *argv, struct tool_check_opts *o, char *why, size_t whylen)
 {
 	memset(o, 0, sizeof(*o));
 	o->method = NC_SYNC_COP;
@@ -66,7 +66,7 @@ int nc_parse_check(int argc, char *const *argv, struct nc_check_opts *o, char *w
 				o->method = NC_SYNC_SWITCH;
 			} else {
 				snprintf(why, whylen, "--method: '%s' is not cop or switch",
-					 nc_arg_quote(m, q, sizeof(q)));
+					 tool_arg_quote(m, q, sizeof(q)));
 				return -1;
 			}
 		} else if (!strcmp(a, "--probes") || !strcmp(a, "--rounds")) {
@@ -76,7 +76,7 @@ int nc_parse_check(int argc, char *const *argv, struct nc_check_opts *o, char *w
 				return -1;
 			}
 			long v;
-			if (nc_arg_long(a, argv[++i], 1, probes ? 100000000 : 1000, &v, why, whylen))
+			if (tool_arg_long(a, argv[++i], 1, probes ? 100000000 : 1000, &v, why, whylen))
 				return -1;
 			if (probes)
 				o->probes = v;
@@ -91,7 +91,7 @@ int nc_parse_check(int argc, char *const *argv, struct nc_check_opts *o, char *w
 
 #define DEFAULT_RECORD "/run/nanoclock/record"
 
-int nc_parse_daemon(int argc, char *const *argv, struct nc_daemon_opts *o, char *why, size_t whylen)
+int tool_parse_daemon(int argc, char *const *argv, struct tool_daemon_opts *o, char *why, size_t whylen)
 {
 	o->record = DEFAULT_RECORD;
 	o->interval_s = 60;
@@ -110,7 +110,7 @@ int nc_parse_daemon(int argc, char *const *argv, struct nc_daemon_opts *o, char 
 			o->record = argv[++i];
 			if (o->record[0] != '/' || strlen(o->record) > 240) {
 				snprintf(why, whylen, "--record: '%s' is not an absolute path of at most 240 "
-					 "bytes", nc_arg_quote(o->record, q, sizeof(q)));
+					 "bytes", tool_arg_quote(o->record, q, sizeof(q)));
 				return -1;
 			}
 		} else if (!strcmp(a, "--clockbound")) {
@@ -121,7 +121,7 @@ int nc_parse_daemon(int argc, char *const *argv, struct nc_daemon_opts *o, char 
 			o->clockbound = argv[++i];
 			if (o->clockbound[0] != '/' || strlen(o->clockbound) > 240) {
 				snprintf(why, whylen, "--clockbound: '%s' is not an absolute path of at most "
-					 "240 bytes", nc_arg_quote(o->clockbound, q, sizeof(q)));
+					 "240 bytes", tool_arg_quote(o->clockbound, q, sizeof(q)));
 				return -1;
 			}
 		} else if (!strcmp(a, "--interval")) {
@@ -129,7 +129,7 @@ int nc_parse_daemon(int argc, char *const *argv, struct nc_daemon_opts *o, char 
 				snprintf(why, whylen, "--interval needs a value");
 				return -1;
 			}
-			if (nc_arg_double(a, argv[++i], 0.01, 86400, &o->interval_s, why, whylen))
+			if (tool_arg_double(a, argv[++i], 0.01, 86400, &o->interval_s, why, whylen))
 				return -1;
 		} else {
 			return unknown("daemon", a, why, whylen);
@@ -138,7 +138,7 @@ int nc_parse_daemon(int argc, char *const *argv, struct nc_daemon_opts *o, char 
 	return 0;
 }
 
-int nc_arg_is_help(const char *s)
+int tool_arg_is_help(const char *s)
 {
 	return s && (!strcmp(s, "-h") || !strcmp(s, "--help"));
 }
@@ -146,12 +146,12 @@ int nc_arg_is_help(const char *s)
 static int wants_help(int argc, char *const *argv)
 {
 	for (int i = 0; i < argc; i++)
-		if (nc_arg_is_help(argv[i]))
+		if (tool_arg_is_help(argv[i]))
 			return 1;
 	return 0;
 }
 
-int nc_parse_command(int argc, char *const *argv, struct nc_tool_opts *o, char *why, size_t whylen)
+int tool_parse_command(int argc, char *const *argv, struct tool_tool_opts *o, char *why, size_t whylen)
 {
 	memset(o, 0, sizeof(*o));
 	o->help_topic = "";
@@ -162,7 +162,7 @@ int nc_parse_command(int argc, char *const *argv, struct nc_tool_opts *o, char *
 	}
 	const char *c = argv[1];
 	int rc;
-	if (nc_arg_is_help(c) || !strcmp(c, "help")) {
+	if (tool_arg_is_help(c) || !strcmp(c, "help")) {
 		if (argc > 2) {
 			snprintf(why, whylen, "%s takes nothing after it: for a command's help, nanoclock "
 				 "COMMAND --help",
@@ -182,40 +182,40 @@ int nc_parse_command(int argc, char *const *argv, struct nc_tool_opts *o, char *
 		o->help_topic = "info";
 		o->cmd = NC_CMD_INFO;
 		rc = wants_help(argc - 2, argv + 2) ? 1
-						    : nc_parse_info(argc - 2, argv + 2, &o->info, sub, sizeof(sub));
+						    : tool_parse_info(argc - 2, argv + 2, &o->info, sub, sizeof(sub));
 	} else if (!strcmp(c, "now")) {
 		o->help_topic = "now";
 		o->cmd = NC_CMD_NOW;
 		rc = wants_help(argc - 2, argv + 2) ? 1
-						    : nc_parse_now(argc - 2, argv + 2, &o->now, sub, sizeof(sub));
+						    : tool_parse_now(argc - 2, argv + 2, &o->now, sub, sizeof(sub));
 	} else if (!strcmp(c, "check")) {
 		o->help_topic = "check";
 		o->cmd = NC_CMD_CHECK;
 		rc = wants_help(argc - 2, argv + 2)
 			     ? 1
-			     : nc_parse_check(argc - 2, argv + 2, &o->check, sub, sizeof(sub));
+			     : tool_parse_check(argc - 2, argv + 2, &o->check, sub, sizeof(sub));
 	} else if (!strcmp(c, "bench")) {
 		o->cmd = NC_CMD_BENCH;
 		o->help_topic = "bench";
 		if (argc > 2 && argv[2][0] != '-')
-			o->help_topic = nc_bench_help_topic(argv[2]);
+			o->help_topic = tool_bench_help_topic(argv[2]);
 		/* an unknown benchmark is an error, --help or not */
 		rc = o->help_topic && wants_help(argc - 2, argv + 2)
 			     ? 1
-			     : nc_parse_bench(argc - 2, argv + 2, &o->bench, sub, sizeof(sub));
+			     : tool_parse_bench(argc - 2, argv + 2, &o->bench, sub, sizeof(sub));
 	} else if (!strcmp(c, "daemon")) {
 		o->help_topic = "daemon";
 		o->cmd = NC_CMD_DAEMON;
 		rc = wants_help(argc - 2, argv + 2)
 			     ? 1
-			     : nc_parse_daemon(argc - 2, argv + 2, &o->daemon, sub, sizeof(sub));
+			     : tool_parse_daemon(argc - 2, argv + 2, &o->daemon, sub, sizeof(sub));
 	} else if (!strcmp(c, "trace")) {
 		o->cmd = NC_CMD_TRACE; /* its options and its --help: tools/trace.c */
 		return 0;
 	} else {
 		snprintf(why, whylen, "unknown command '%s': info, now, check, bench, trace or daemon "
 			 "(nanoclock --help)",
-			 nc_arg_quote(c, q, sizeof(q)));
+			 tool_arg_quote(c, q, sizeof(q)));
 		return -1;
 	}
 	if (rc == 1) {

@@ -46,7 +46,7 @@
 /* tests/trace/test_trace_tool.c builds this file in with NC_OUT_TEST to try the
  * paths taken without renameat2 */
 #ifdef NC_OUT_TEST
-static int nc_out_test_no_renameat2;
+static int tool_out_test_no_renameat2;
 #endif
 
 enum { HEAD_BYTES = 4096 };
@@ -151,7 +151,7 @@ static void pending(const char *tmp, int dir)
 static int rename2(const char *from, const char *to, unsigned flags)
 {
 #ifdef NC_OUT_TEST
-	if (nc_out_test_no_renameat2) {
+	if (tool_out_test_no_renameat2) {
 		errno = ENOSYS;
 		return -1;
 	}
@@ -233,7 +233,7 @@ static int reopen(int pathfd, const char *path, const struct stat *id, int flags
 }
 
 /* Is the file open on fd still empty or an output of ours? */
-static int still_ours(int fd, nc_out_ours_fn *ours)
+static int still_ours(int fd, tool_out_ours_fn *ours)
 {
 	struct stat st;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
@@ -260,7 +260,7 @@ enum { AT_NOTHING, AT_OURS, AT_IN_PLACE, AT_REFUSED };
  * on it for reading.  AT_IN_PLACE (only with wfd): *wfd open for writing on
  * a FIFO with a reader, the null device or a terminal.  AT_REFUSED: why[]
  * says what is there. */
-static int look(const char *path, nc_out_ours_fn *ours, struct stat *st, int *oldfd, int *wfd,
+static int look(const char *path, tool_out_ours_fn *ours, struct stat *st, int *oldfd, int *wfd,
 		char *why, size_t whylen)
 {
 	*oldfd = -1;
@@ -333,7 +333,7 @@ static int look(const char *path, nc_out_ours_fn *ours, struct stat *st, int *ol
 /* ---- the stream: every write's error kept, to be said with its reason ---- */
 static ssize_t out_write(void *cookie, const char *buf, size_t n)
 {
-	struct nc_out *o = cookie;
+	struct tool_out *o = cookie;
 	size_t done = 0;
 	while (done < n) {
 		ssize_t w = write(o->fd, buf + done, n - done);
@@ -349,14 +349,14 @@ static ssize_t out_write(void *cookie, const char *buf, size_t n)
 	return (ssize_t)n;
 }
 
-/* the descriptor is closed by nc_out_close, after fsync */
+/* the descriptor is closed by tool_out_close, after fsync */
 static int out_noclose(void *cookie)
 {
 	(void)cookie;
 	return 0;
 }
 
-static int stream(struct nc_out *o, char *why, size_t whylen)
+static int stream(struct tool_out *o, char *why, size_t whylen)
 {
 	cookie_io_functions_t io = {NULL, out_write, NULL, out_noclose};
 	o->f = fopencookie(o, "w", io);
@@ -376,18 +376,18 @@ static int fd_name(const char *path)
 	const char *n = !strncmp(path, "/dev/fd/", 8)	     ? path + 8
 			: !strncmp(path, "/proc/self/fd/", 14) ? path + 14
 							       : NULL;
-	long long v = n ? nc_arg_digits(n) : -1;
+	long long v = n ? tool_arg_digits(n) : -1;
 	return v < 0 || v > 1 << 20 ? -1 : (int)v;
 }
 
-static void init(struct nc_out *o, nc_out_ours_fn *ours)
+static void init(struct tool_out *o, tool_out_ours_fn *ours)
 {
 	memset(o, 0, sizeof(*o));
 	o->dirfd = o->fd = o->oldfd = -1;
 	o->ours = ours;
 }
 
-int nc_out_open(struct nc_out *o, const char *path, nc_out_ours_fn *ours, char *why, size_t whylen)
+int tool_out_open(struct tool_out *o, const char *path, tool_out_ours_fn *ours, char *why, size_t whylen)
 {
 	init(o, ours);
 	int n = path ? fd_name(path) : 1;
@@ -405,11 +405,11 @@ int nc_out_open(struct nc_out *o, const char *path, nc_out_ours_fn *ours, char *
 		o->fd = fcntl(n, F_DUPFD_CLOEXEC, 3);
 		int e = errno;
 		if (!o->path || o->fd < 0) {
-			nc_out_close(o, 0, NULL, 0);
+			tool_out_close(o, 0, NULL, 0);
 			return say(why, whylen, "%s: %s", path, strerror(e));
 		}
 		if (stream(o, why, whylen) != 0) {
-			nc_out_close(o, 0, NULL, 0);
+			tool_out_close(o, 0, NULL, 0);
 			return -1;
 		}
 		return 0;
@@ -424,13 +424,13 @@ int nc_out_open(struct nc_out *o, const char *path, nc_out_ours_fn *ours, char *
 		return -1;
 	o->path = strdup(path);
 	if (!o->path) {
-		nc_out_close(o, 0, NULL, 0);
+		tool_out_close(o, 0, NULL, 0);
 		return say(why, whylen, "out of memory");
 	}
 	if (at == AT_IN_PLACE) {
 		o->fd = wfd;
 		if (stream(o, why, whylen) != 0) {
-			nc_out_close(o, 0, NULL, 0);
+			tool_out_close(o, 0, NULL, 0);
 			return -1;
 		}
 		return 0;
@@ -438,7 +438,7 @@ int nc_out_open(struct nc_out *o, const char *path, nc_out_ours_fn *ours, char *
 	o->have_old = at == AT_OURS;
 	o->tmp = temp_name(path);
 	if (!o->tmp) {
-		nc_out_close(o, 0, NULL, 0);
+		tool_out_close(o, 0, NULL, 0);
 		return say(why, whylen, "out of memory");
 	}
 	o->fd = mkostemp(o->tmp, O_CLOEXEC);
@@ -446,7 +446,7 @@ int nc_out_open(struct nc_out *o, const char *path, nc_out_ours_fn *ours, char *
 		int e = errno;
 		free(o->tmp);
 		o->tmp = NULL;
-		nc_out_close(o, 0, NULL, 0);
+		tool_out_close(o, 0, NULL, 0);
 		return say(why, whylen, "%s: cannot create: %s", path, strerror(e));
 	}
 	pending(o->tmp, 0);
@@ -457,7 +457,7 @@ int nc_out_open(struct nc_out *o, const char *path, nc_out_ours_fn *ours, char *
 		errno = 0; /* a group this user is not in: the default one */
 	fchmod(o->fd, o->have_old ? o->old.st_mode & 0777 : 0644 & ~umask_now());
 	if (stream(o, why, whylen) != 0) {
-		nc_out_close(o, 0, NULL, 0);
+		tool_out_close(o, 0, NULL, 0);
 		return -1;
 	}
 	return 0;
@@ -540,7 +540,7 @@ static int look_dir(const char *path, struct stat *st, char *why, size_t whylen)
 	return AT_REFUSED;
 }
 
-int nc_out_dir_open(struct nc_out *o, const char *path, char *why, size_t whylen)
+int tool_out_dir_open(struct tool_out *o, const char *path, char *why, size_t whylen)
 {
 	init(o, NULL);
 	o->dir = 1;
@@ -565,7 +565,7 @@ int nc_out_dir_open(struct nc_out *o, const char *path, char *why, size_t whylen
 		int e = errno;
 		free(o->tmp);
 		o->tmp = NULL;
-		nc_out_close(o, 0, NULL, 0);
+		tool_out_close(o, 0, NULL, 0);
 		return say(why, whylen, "%s: cannot create: %s", clean, strerror(e));
 	}
 	pending(o->tmp, 1);
@@ -573,7 +573,7 @@ int nc_out_dir_open(struct nc_out *o, const char *path, char *why, size_t whylen
 	o->dirfd = open(o->tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (o->dirfd < 0) {
 		int e = errno;
-		nc_out_close(o, 0, NULL, 0);
+		tool_out_close(o, 0, NULL, 0);
 		return say(why, whylen, "%s: %s", clean, strerror(e));
 	}
 	return 0;
@@ -602,7 +602,7 @@ static void remove_dir(const char *path)
 
 /* Removes what is at tmp: our temporary, or the earlier output swapped
  * out to it. */
-static void remove_tmp(const struct nc_out *o)
+static void remove_tmp(const struct tool_out *o)
 {
 	if (o->dir)
 		remove_dir(o->tmp);
@@ -611,7 +611,7 @@ static void remove_tmp(const struct nc_out *o)
 }
 
 /* Is the earlier output, now at name, still what look() found? */
-static int old_still_there(const struct nc_out *o, const char *name)
+static int old_still_there(const struct tool_out *o, const char *name)
 {
 	struct stat st;
 	if (lstat(name, &st) != 0 || !same(&st, &o->old))
@@ -620,7 +620,7 @@ static int old_still_there(const struct nc_out *o, const char *name)
 }
 
 /* tmp put where nothing is: 0; 1 something is there now; -1 error */
-static int put_new(const struct nc_out *o)
+static int put_new(const struct tool_out *o)
 {
 	if (rename2(o->tmp, o->path, RENAME_NOREPLACE) == 0)
 		return 0;
@@ -648,7 +648,7 @@ static int put_new(const struct nc_out *o)
 /* tmp put in place of the earlier output: 0; 1 that is no longer there;
  * -1 error; -2 what was swapped out could not be swapped back (it is at
  * tmp now, and stays there) */
-static int put_over(const struct nc_out *o)
+static int put_over(const struct tool_out *o)
 {
 	if (rename2(o->tmp, o->path, RENAME_EXCHANGE) == 0) {
 		/* what came out is checked: if it is not the earlier output any
@@ -677,7 +677,7 @@ static int put_over(const struct nc_out *o)
 
 /* Puts the finished temporary at o->path.  When what is there changed
  * since the open, it is looked at again and decides. */
-static int place(struct nc_out *o, char *why, size_t whylen)
+static int place(struct tool_out *o, char *why, size_t whylen)
 {
 	for (int tries = 0; tries < 4; tries++) {
 		int r = o->have_old ? put_over(o) : put_new(o);
@@ -707,7 +707,7 @@ static int place(struct nc_out *o, char *why, size_t whylen)
 	return say(why, whylen, "%s: kept changing during the export, which was not kept", o->path);
 }
 
-int nc_out_close(struct nc_out *o, int ok, char *why, size_t whylen)
+int tool_out_close(struct tool_out *o, int ok, char *why, size_t whylen)
 {
 	int rc = 0;
 	const char *name = o->path ? o->path : "standard output";

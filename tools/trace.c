@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 /* ---- output helpers ---- */
-#define jstr nc_export_jstr
+#define jstr tool_export_jstr
 
 /* Standard output's write error (a full disk, /dev/full, a closed pipe):
  * one line, and the command fails. */
@@ -132,13 +132,13 @@ static void stats_json(FILE *f, const struct nc_trace_reader *r, const char *nam
 	jstr(f, in->counter);
 	/* numbers from the file may be NaN or infinite: null in JSON */
 	fprintf(f, ",\n  \"hz\": ");
-	nc_export_jnum(f, "%.6f", in->hz);
+	tool_export_jnum(f, "%.6f", in->hz);
 	fprintf(f, ",\n  \"hz_ppm\": ");
-	nc_export_jnum(f, "%.6g", in->hz_ppm);
+	tool_export_jnum(f, "%.6g", in->hz_ppm);
 	fprintf(f, ",\n  \"hz_final\": ");
-	nc_export_jnum(f, "%.6f", in->hz_final);
+	tool_export_jnum(f, "%.6f", in->hz_final);
 	fprintf(f, ",\n  \"hz_final_ppm\": ");
-	nc_export_jnum(f, "%.6g", in->hz_final_ppm);
+	tool_export_jnum(f, "%.6g", in->hz_final_ppm);
 	fprintf(f, ",\n  \"host\": ");
 	jstr(f, in->host);
 	fprintf(f, ",\n  \"pid\": %u,\n  \"mode\": \"%s\",\n  \"cputime\": %s,\n"
@@ -147,10 +147,10 @@ static void stats_json(FILE *f, const struct nc_trace_reader *r, const char *nam
 		(in->flags & NC_TRACE_CPUTIME) ? "true" : "false",
 		(in->flags & NC_TRACE_GSEQ) ? "true" : "false");
 	fprintf(f, "  \"unix_tie_error_ns\": ");
-	nc_export_jnum(f, "%.1f", in->tie_error_ns);
+	tool_export_jnum(f, "%.1f", in->tie_error_ns);
 	fprintf(f, ",\n  \"utc_error_ns\": ");
 	if (in->utc_error_ns >= 0)
-		nc_export_jnum(f, "%.0f", in->utc_error_ns);
+		tool_export_jnum(f, "%.0f", in->utc_error_ns);
 	else
 		fprintf(f, "null");
 	fprintf(f, ",\n  \"cross_cpu\": \"%s\",\n  \"cross_cpu_max_shift_ticks\": %" PRIu64 ",\n",
@@ -176,9 +176,9 @@ static void stats_json(FILE *f, const struct nc_trace_reader *r, const char *nam
 	fprintf(f, "  \"stamps\": {\"syncs\": %" PRIu64 ", \"anchors\": %" PRIu64
 		   ", \"anchors_rejected\": %" PRIu64 ", \"max_anchor_halfwidth_ns\": ",
 		in->syncs, in->anchors, in->anchors_rejected);
-	nc_export_jnum(f, "%.1f", in->max_anchor_halfwidth_ns);
+	tool_export_jnum(f, "%.1f", in->max_anchor_halfwidth_ns);
 	fprintf(f, ", \"anchor_rate_vs_stated_ppm\": ");
-	nc_export_jnum(f, "%.4f", in->anchor_rate_ppm);
+	tool_export_jnum(f, "%.4f", in->anchor_rate_ppm);
 	fprintf(f, ", \"max_compact_delta_ticks\": %" PRIu64 ", \"backwards\": %" PRIu64 "},\n",
 		in->max_delta_ticks, in->backwards);
 	uint64_t used;
@@ -268,7 +268,7 @@ static void stats_text(FILE *f, const struct nc_trace_reader *r, const char *nam
 	stats_text_threads(f, r, in->threads);
 }
 
-void nc_trace_print_stats(FILE *f, const struct nc_trace_reader *r, const char *name, int json)
+void tool_trace_print_stats(FILE *f, const struct nc_trace_reader *r, const char *name, int json)
 {
 	struct nc_trace_info in;
 	nc_trace_read_info(r, &in);
@@ -438,7 +438,7 @@ static int bad(const char *cmd, const char *what, const char *arg)
 	char q[48];
 	if (arg)
 		fprintf(stderr, "nanoclock trace%s%s: %s '%s' (nanoclock trace%s%s --help)\n",
-			cmd[0] ? " " : "", cmd, what, nc_arg_quote(arg, q, sizeof(q)), cmd[0] ? " " : "", cmd);
+			cmd[0] ? " " : "", cmd, what, tool_arg_quote(arg, q, sizeof(q)), cmd[0] ? " " : "", cmd);
 	else
 		fprintf(stderr, "nanoclock trace%s%s: %s (nanoclock trace%s%s --help)\n", cmd[0] ? " " : "",
 			cmd, what, cmd[0] ? " " : "", cmd);
@@ -477,7 +477,7 @@ static int demo_options(int argc, char **argv, struct demo_opts *o)
 							: 65536;
 			if (i + 1 >= argc)
 				snprintf(why, sizeof(why), "%s needs a value", a);
-			if (i + 1 >= argc || nc_arg_long(a, argv[++i], lo, hi, target, why, sizeof(why))) {
+			if (i + 1 >= argc || tool_arg_long(a, argv[++i], lo, hi, target, why, sizeof(why))) {
 				fprintf(stderr, "nanoclock trace demo: %s\n", why);
 				return 2;
 			}
@@ -637,7 +637,7 @@ static int cmd_stats(int argc, char **argv)
 	int st = open_trace(path, &r);
 	if (st == 1)
 		return 1;
-	nc_trace_print_stats(stdout, r, path, json);
+	tool_trace_print_stats(stdout, r, path, json);
 	nc_trace_read_close(r);
 	return stdout_failed() ? 1 : st;
 }
@@ -647,8 +647,8 @@ enum { FMT_NONE, FMT_CSV, FMT_CHROME, FMT_PERFETTO, FMT_CTF };
 /* An earlier export in any of the file formats: -o may replace it */
 static int export_is_ours(const unsigned char *head, size_t n)
 {
-	return nc_export_csv_is_ours(head, n) || nc_export_chrome_is_ours(head, n) ||
-	       nc_export_perfetto_is_ours(head, n);
+	return tool_export_csv_is_ours(head, n) || tool_export_chrome_is_ours(head, n) ||
+	       tool_export_perfetto_is_ours(head, n);
 }
 
 struct export_opts {
@@ -704,26 +704,26 @@ static int export_write(const struct export_opts *eo, struct nc_trace_reader **r
 {
 	int fmt = eo->fmt;
 	const char *out = eo->out;
-	struct nc_out o;
+	struct tool_out o;
 	char why[512];
 	/* any earlier export of this tool's may be replaced, whatever its
 	 * format: nothing else */
-	int e = fmt == FMT_CTF ? nc_out_dir_open(&o, out, why, sizeof(why))
-			       : nc_out_open(&o, out, export_is_ours, why, sizeof(why));
+	int e = fmt == FMT_CTF ? tool_out_dir_open(&o, out, why, sizeof(why))
+			       : tool_out_open(&o, out, export_is_ours, why, sizeof(why));
 	if (e) {
 		fprintf(stderr, "nanoclock trace export: %s\n", why);
 		return 1;
 	}
 	int rc = 0;
-	struct nc_export x;
-	e = nc_export_begin(&x, r, eo->files, eo->n, isatty(STDERR_FILENO));
+	struct tool_export x;
+	e = tool_export_begin(&x, r, eo->files, eo->n, isatty(STDERR_FILENO));
 	why[0] = 0;
 	if (!e) {
-		e = fmt == FMT_CSV	  ? nc_export_csv(o.f, &x)
-		    : fmt == FMT_CHROME	  ? nc_export_chrome(o.f, &x)
-		    : fmt == FMT_PERFETTO ? nc_export_perfetto(o.f, &x)
-					  : nc_export_ctf(o.dirfd, &x, why, sizeof(why));
-		int me = nc_export_end(&x);
+		e = fmt == FMT_CSV	  ? tool_export_csv(o.f, &x)
+		    : fmt == FMT_CHROME	  ? tool_export_chrome(o.f, &x)
+		    : fmt == FMT_PERFETTO ? tool_export_perfetto(o.f, &x)
+					  : tool_export_ctf(o.dirfd, &x, why, sizeof(why));
+		int me = tool_export_end(&x);
 		if (!e)
 			e = me;
 	}
@@ -736,7 +736,7 @@ static int export_write(const struct export_opts *eo, struct nc_trace_reader **r
 							 : "; nothing was put there");
 		rc = 1;
 	}
-	if (nc_out_close(&o, !rc, why, sizeof(why)) != 0) {
+	if (tool_out_close(&o, !rc, why, sizeof(why)) != 0) {
 		fprintf(stderr, "nanoclock trace export: %s\n", why);
 		rc = 1;
 	}
@@ -773,7 +773,7 @@ static int cmd_export(int argc, char **argv)
 	return rc ? rc : cut ? EXIT_CUT_SHORT : 0;
 }
 
-int nc_trace_main(int argc, char **argv)
+int tool_trace_main(int argc, char **argv)
 {
 	const char *sub = argc >= 3 ? argv[2] : "";
 	if (is_help(sub))

@@ -9,9 +9,9 @@
 
 #include <stdio.h>
 
-int nc_trace_main(int argc, char **argv);
+int tool_trace_main(int argc, char **argv);
 
 /* The stats of one checked trace (name: how to call it). */
-void nc_trace_print_stats(FILE *f, const struct nc_trace_reader *r, const char *name, int json);
+void tool_trace_print_stats(FILE *f, const struct nc_trace_reader *r, const char *name, int json);
 
 #endif

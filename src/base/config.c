@@ -31,7 +31,7 @@
 /* The user's text in a reason: at most 40 bytes, control and non-ASCII
  * bytes as '?' (a value with a newline must not break `nanoclock info`'s
  * lines or the tool's one-line error), "..." when cut.  The tool quotes
- * its own arguments by the same rule (nc_arg_quote, tools/args.c). */
+ * its own arguments by the same rule (tool_arg_quote, tools/args.c). */
 const char *nc__quote(const char *s, char *out, size_t outlen)
 {
 	size_t n = 0, i = 0;

@@ -30,7 +30,7 @@
  * used without renameat2), for what a command line cannot time: something
  * appearing at the path while an export is written. */
 #define NC_OUT_TEST 1
-#include "../tools/out_file.c"
+#include "../../tools/out_file.c"
 
 /* the programs, each prefixed with the runner the tests run under
  * (NC_TEST_RUN: qemu-user for a cross build, from `make check`) */
@@ -749,31 +749,31 @@ static void test_output_races(void **state)
 	snprintf(p, sizeof(p), "%s/out.csv", dir);
 	snprintf(moved, sizeof(moved), "%s/moved", dir);
 	for (int no2 = 0; no2 < 2; no2++) {
-		nc_out_test_no_renameat2 = no2;
-		struct nc_out o;
+		tool_out_test_no_renameat2 = no2;
+		struct tool_out o;
 		/* nothing there at the open, a text file at the close */
-		assert_int_equal(nc_out_open(&o, p, csv_ours, why, sizeof(why)), 0);
+		assert_int_equal(tool_out_open(&o, p, csv_ours, why, sizeof(why)), 0);
 		fputs("file,thread,new\n", o.f);
 		put(p, "notes\n");
-		assert_int_equal(nc_out_close(&o, 1, why, sizeof(why)), -1);
+		assert_int_equal(tool_out_close(&o, 1, why, sizeof(why)), -1);
 		assert_non_null(strstr(why, "found there at the end; the export was not kept"));
 		assert_text(p, "notes\n");
 		assert_only(dir, "out.csv", NULL);
 		/* nothing there, an earlier export at the close: replaced */
 		unlink(p);
-		assert_int_equal(nc_out_open(&o, p, csv_ours, why, sizeof(why)), 0);
+		assert_int_equal(tool_out_open(&o, p, csv_ours, why, sizeof(why)), 0);
 		fputs("file,thread,new\n", o.f);
 		put(p, "file,thread,old\n");
-		assert_int_equal(nc_out_close(&o, 1, why, sizeof(why)), 0);
+		assert_int_equal(tool_out_close(&o, 1, why, sizeof(why)), 0);
 		assert_text(p, "file,thread,new\n");
 		assert_only(dir, "out.csv", NULL);
 		/* an earlier export at the open, moved away and a text file put
 		 * there: both stay */
-		assert_int_equal(nc_out_open(&o, p, csv_ours, why, sizeof(why)), 0);
+		assert_int_equal(tool_out_open(&o, p, csv_ours, why, sizeof(why)), 0);
 		fputs("file,thread,newer\n", o.f);
 		assert_int_equal(rename(p, moved), 0);
 		put(p, "notes\n");
-		assert_int_equal(nc_out_close(&o, 1, why, sizeof(why)), -1);
+		assert_int_equal(tool_out_close(&o, 1, why, sizeof(why)), -1);
 		assert_non_null(strstr(why, "not an earlier nanoclock export"));
 		assert_text(p, "notes\n");
 		assert_text(moved, "file,thread,new\n");
@@ -783,38 +783,38 @@ static void test_output_races(void **state)
 		put(p, "file,thread,old\n");
 		struct stat before, after;
 		assert_int_equal(stat(p, &before), 0);
-		assert_int_equal(nc_out_open(&o, p, csv_ours, why, sizeof(why)), 0);
+		assert_int_equal(tool_out_open(&o, p, csv_ours, why, sizeof(why)), 0);
 		fputs("file,thread,new\n", o.f);
 		put(p, "notes now\n");
-		assert_int_equal(nc_out_close(&o, 1, why, sizeof(why)), -1);
+		assert_int_equal(tool_out_close(&o, 1, why, sizeof(why)), -1);
 		assert_text(p, "notes now\n");
 		assert_int_equal(stat(p, &after), 0);
 		assert_true(before.st_ino == after.st_ino);
 		assert_only(dir, "out.csv", NULL);
 		unlink(p);
 		/* a write error: the reason said, nothing put there */
-		assert_int_equal(nc_out_open(&o, p, csv_ours, why, sizeof(why)), 0);
+		assert_int_equal(tool_out_open(&o, p, csv_ours, why, sizeof(why)), 0);
 		o.err = ENOSPC;
-		assert_int_equal(nc_out_close(&o, 1, why, sizeof(why)), -1);
+		assert_int_equal(tool_out_close(&o, 1, why, sizeof(why)), -1);
 		assert_non_null(strstr(why, "No space left on device; nothing was put there"));
 		assert_only(dir, NULL, NULL);
 		/* a CTF directory: one that appeared with other files stays */
-		assert_int_equal(nc_out_dir_open(&o, p, why, sizeof(why)), 0);
+		assert_int_equal(tool_out_dir_open(&o, p, why, sizeof(why)), 0);
 		assert_int_equal(mkdir(p, 0755), 0);
 		snprintf(moved, sizeof(moved), "%s/notes", p);
 		put(moved, "mine\n");
-		assert_int_equal(nc_out_close(&o, 1, why, sizeof(why)), -1);
+		assert_int_equal(tool_out_close(&o, 1, why, sizeof(why)), -1);
 		assert_non_null(strstr(why, "found there at the end; the export was not kept"));
 		assert_text(moved, "mine\n");
 		assert_int_equal(unlink(moved), 0);
 		/* and an empty one of this user's is replaced */
-		assert_int_equal(nc_out_dir_open(&o, p, why, sizeof(why)), 0);
-		assert_int_equal(nc_out_close(&o, 1, why, sizeof(why)), 0);
+		assert_int_equal(tool_out_dir_open(&o, p, why, sizeof(why)), 0);
+		assert_int_equal(tool_out_close(&o, 1, why, sizeof(why)), 0);
 		assert_only(dir, "out.csv", NULL);
 		assert_int_equal(rmdir(p), 0);
 		snprintf(moved, sizeof(moved), "%s/moved", dir);
 	}
-	nc_out_test_no_renameat2 = 0;
+	tool_out_test_no_renameat2 = 0;
 	assert_int_equal(rmdir(dir), 0);
 }
 

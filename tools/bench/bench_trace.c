@@ -204,7 +204,7 @@ static void seq_costs(int quick)
 		printf("(overlap below 90%%: the machine is busy and idle time is mixed in)\n");
 }
 
-int nc_bench_trace(int quick)
+int tool_bench_trace(int quick)
 {
 	nc_init();
 	/* many short rounds (20000 events: well under a time slice, five block

@@ -3,8 +3,8 @@
 #ifndef NC_BENCH_H
 #define NC_BENCH_H
 
-/* The calls measured, one row each (nc_costs.round[row][...]). */
-enum nc_cost_row {
+/* The calls measured, one row each (tool_costs.round[row][...]). */
+enum tool_cost_row {
 	NC_COST_RAW,
 	NC_COST_ORDERED,
 	NC_COST_CGT_MONO,
@@ -25,7 +25,7 @@ enum nc_cost_row {
 };
 #define NC_COST_MAX_ROUNDS 16
 
-struct nc_costs {
+struct tool_costs {
 	/* the inline counter read by hand, as baselines: unordered and
 	 * ordered ("rdtsc", "lfence;rdtsc" on x86); NULL/0 where there is no
 	 * inline counter */
@@ -43,7 +43,7 @@ struct nc_costs {
 
 /* What `nanoclock bench` runs (the tool parses its command line into this:
  * tools/bench_opts.c). */
-enum nc_bench_sub {
+enum tool_bench_sub {
 	NC_BENCH_DEFAULT,
 	NC_BENCH_INIT_ONCE, /* hidden: one cold init, for `bench` and `bench init` */
 	NC_BENCH_FLOOR_ONCE, /* hidden: a shared start's system calls alone, for `bench init` */
@@ -54,7 +54,7 @@ enum nc_bench_sub {
 	NC_BENCH_LATENCY,
 	NC_BENCH_TRACE,
 };
-struct nc_bench_opts {
+struct tool_bench_opts {
 	int sub;
 	int quick;         /* default, trace */
 	const char *plot_dir; /* default: --plot DIR (points into argv) */
@@ -68,13 +68,13 @@ struct nc_bench_opts {
 
 /* ns per call, best of `rounds` rounds (at most NC_COST_MAX_ROUNDS) of `n`
  * calls each, and every round */
-void nc_measure_costs(struct nc_costs *c, long n, int rounds);
-int nc_bench_run(const struct nc_bench_opts *o);
+void tool_measure_costs(struct tool_costs *c, long n, int rounds);
+int tool_bench_run(const struct tool_bench_opts *o);
 /* bench_stress.c: 0 if no inversion was seen */
-int nc_bench_stress(long threads, double seconds);
+int tool_bench_stress(long threads, double seconds);
 /* bench_latency.c */
-int nc_bench_latency(long long calls);
-/* `nanoclock bench --plot DIR`: PNGs drawn by gnuplot (bench/plot.c) */
-int nc_bench_plot(const char *dir, double seconds, int quick);
+int tool_bench_latency(long long calls);
+/* `nanoclock bench --plot DIR`: PNGs drawn by gnuplot (plot.c) */
+int tool_bench_plot(const char *dir, double seconds, int quick);
 
 #endif

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* `nanoclock bench trace` (bench/bench_trace.c). */
+/* `nanoclock bench trace` (bench_trace.c). */
 #ifndef NC_BENCH_TRACE_H
 #define NC_BENCH_TRACE_H
 
-int nc_bench_trace(int quick);
+int tool_bench_trace(int quick);
 
 #endif

@@ -18,7 +18,7 @@
  *   bench --plot DIR [--seconds N] [--quick]
  *                             PNGs drawn with gnuplot: the cost of one call,
  *                             offsets over N s (30), calibration against
- *                             window length (bench/plot.c)
+ *                             window length (plot.c)
  *   bench stress [--threads N] [--seconds S]
  *                             ordering of every ordered clock under a lock
  *                             (bench_stress.c)
@@ -247,7 +247,7 @@ static inline uint64_t utc_read(void)
 	return (uint64_t)u.earliest_ns + (uint64_t)u.latest_ns;
 }
 
-void nc_measure_costs(struct nc_costs *c, long n, int rounds)
+void tool_measure_costs(struct tool_costs *c, long n, int rounds)
 {
 	memset(c, 0, sizeof(*c));
 	nc_init();
@@ -321,7 +321,7 @@ static int cmp_d(const void *a, const void *b)
 
 /* The spread of a call over rounds: how much the median round exceeds the
  * best, in % of the best. */
-static double spread_pct(const struct nc_costs *c, int row)
+static double spread_pct(const struct tool_costs *c, int row)
 {
 	double v[NC_COST_MAX_ROUNDS];
 	int n = c->rounds;
@@ -338,7 +338,7 @@ static double spread_pct(const struct nc_costs *c, int row)
 struct ratio {
 	double med, lo, hi;
 };
-static struct ratio round_ratio(const struct nc_costs *c, int num, int den)
+static struct ratio round_ratio(const struct tool_costs *c, int num, int den)
 {
 	double v[NC_COST_MAX_ROUNDS];
 	int n = c->rounds;
@@ -370,7 +370,7 @@ static const char *verdict(struct ratio q, double limit, int strict)
 
 /* Each call's best cost, its spread over rounds and its ratios to the
  * baselines */
-static void print_cost_table(const struct nc_costs *c)
+static void print_cost_table(const struct tool_costs *c)
 {
 	char h1[32], h2[32];
 	snprintf(h1, sizeof(h1), "x %s", c->raw_name ? c->raw_name : "raw");
@@ -426,7 +426,7 @@ static void print_cost_table(const struct nc_costs *c)
 
 /* The targets' ratios, each over the rounds, the floor any converting read
  * pays, and whether the machine was too noisy to say */
-static void print_cost_targets(const struct nc_costs *c)
+static void print_cost_targets(const struct tool_costs *c)
 {
 	printf("\ntargets — each ratio is the median of the %d rounds' own ratios, [range]%s:\n",
 	       c->rounds, c->rounds >= 5 ? " without the lowest and highest round" : "");
@@ -1205,8 +1205,8 @@ static int bench_default(int quick)
 	struct pair p0;
 	take_pair(&p0);
 
-	struct nc_costs c;
-	nc_measure_costs(&c, quick ? 200000 : 2000000, quick ? 7 : 9);
+	struct tool_costs c;
+	tool_measure_costs(&c, quick ? 200000 : 2000000, quick ? 7 : 9);
 	printf("nanoclock bench — counter %s, %.6f MHz (%s)\n\n", nc_counter_name(), hz0 / 1e6,
 	       nc_ticks_per_second_source());
 	print_cost_table(&c);
@@ -1231,7 +1231,7 @@ static int bench_default(int quick)
 	return 0;
 }
 
-int nc_bench_run(const struct nc_bench_opts *o)
+int tool_bench_run(const struct tool_bench_opts *o)
 {
 	switch (o->sub) {
 	case NC_BENCH_INIT_ONCE: return init_once();
@@ -1239,12 +1239,12 @@ int nc_bench_run(const struct nc_bench_opts *o)
 	case NC_BENCH_SYNC: return bench_sync((int)o->runs);
 	case NC_BENCH_INIT: return bench_init((int)o->runs, o->idle);
 	case NC_BENCH_UNIX: return bench_unix(o->seconds, o->step);
-	case NC_BENCH_STRESS: return nc_bench_stress(o->threads, o->seconds);
-	case NC_BENCH_LATENCY: return nc_bench_latency(o->calls);
-	case NC_BENCH_TRACE: return nc_bench_trace(o->quick);
+	case NC_BENCH_STRESS: return tool_bench_stress(o->threads, o->seconds);
+	case NC_BENCH_LATENCY: return tool_bench_latency(o->calls);
+	case NC_BENCH_TRACE: return tool_bench_trace(o->quick);
 	default:
 		if (o->plot_dir)
-			return nc_bench_plot(o->plot_dir, o->seconds, o->quick);
+			return tool_bench_plot(o->plot_dir, o->seconds, o->quick);
 		return bench_default(o->quick);
 	}
 }

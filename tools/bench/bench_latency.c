@@ -160,7 +160,7 @@ static int cmp_d(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-int nc_bench_latency(long long calls)
+int tool_bench_latency(long long calls)
 {
 	nc_init();
 	tick_ns = 1e9 / nc_ticks_per_second();

@@ -141,7 +141,7 @@ static void *disturber(void *arg)
 	return NULL;
 }
 
-int nc_bench_stress(long threads, double seconds)
+int tool_bench_stress(long threads, double seconds)
 {
 	int rc = nc_init();
 	/* Unix time re-tied every millisecond (the shortest period allowed):

@@ -28,7 +28,7 @@
  */
 #include "bench.h"
 /* the one internal header the tool shares with the library */
-#include "../src/base/safefile.h"
+#include "../../src/base/safefile.h"
 
 #include <nanoclock_info.h>
 
@@ -801,7 +801,7 @@ static int plot_in(const struct pdir *dir, double seconds, int quick)
 	return draw(dir);
 }
 
-int nc_bench_plot(const char *dir, double seconds, int quick)
+int tool_bench_plot(const char *dir, double seconds, int quick)
 {
 	struct pdir d;
 	int rc = plot_dir_open(&d, dir) == 0 ? plot_in(&d, seconds, quick) : 1;

@@ -219,14 +219,13 @@ deps:
 define TEST_RULE
 $(B)/tests/$(basename $(notdir $(1))): $(1) $$(STATIC) | deps
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(ALL_CFLAGS) -Itests -MMD -MP $$(ALL_LDFLAGS) -o $$@ $$< $$(STATIC) -lcmocka $$(LIBS)
+	$$(CC) $$(ALL_CFLAGS) -Itests -MMD -MP -MF $$@.dep $$(ALL_LDFLAGS) -o $$@ $$< $$(STATIC) -lcmocka $$(LIBS)
 endef
 $(foreach t,$(TEST_SRC),$(eval $(call TEST_RULE,$(t))))
-# a build directory from before the tests moved into areas: its .d files
-# name tests/test_*.c, which are gone (the program is rebuilt once)
-tests/test_%.c: ;
 
--include $(TEST_BIN:=.d) $(EXAMPLE_BIN:=.d)
+# (.dep: the .d files of a build directory from before the tests moved
+# into areas name sources that are gone)
+-include $(TEST_BIN:=.dep) $(EXAMPLE_BIN:=.d)
 
 $(B)/tests/cpp%-clang: tests/api/test_cpp.cpp $(STATIC) $(HEADERS) include/nanoclock.hpp | deps
 	@mkdir -p $(dir $@)

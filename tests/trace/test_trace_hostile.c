@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "trace_util.h"
+#include "base/lock.h"
 #include "base/log.h"
 #include "child.h"
 #include "skip.h"
@@ -603,7 +604,9 @@ static void case_log_during_close(const char *arg)
 	CHECK(nc_trace_open(&log_trace, path, &c) == 0);
 	CHECK(nc_set_log(flushing_log, NULL, NC_LOG_WARN) == 0);
 	alarm(10);
+	nc__lock(); /* reports are queued under the library's lock */
 	nc__log(NC_LOG_WARN, "a report queued just before the close");
+	nc__unlock();
 	CHECK(nc_trace_close(log_trace) == 0);
 	log_trace = NULL;
 	alarm(0);

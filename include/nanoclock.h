@@ -193,6 +193,7 @@ NC_API int nc_upkeep_stop(void);
 #define NC_UTC_SRC_CHRONY 2   /* chronyd's tracking report over its command port */
 #define NC_UTC_SRC_CLOCKBOUND 3 /* AWS ClockBound's shared memory segment */
 #define NC_UTC_SRC_VMCLOCK 4  /* a VM's VMClock page: UTC against the counter */
+#define NC_UTC_SRC_PTP 5      /* linuxptp's ptp4l over its management socket */
 struct nc_utc {
 	int64_t earliest_ns;  /* UTC is at or after this (Unix ns) ... */
 	int64_t latest_ns;    /* ... and at or before this */

@@ -316,8 +316,9 @@ const char *nc_utc_status_name(int status)
 
 const char *nc_utc_source_name(int source)
 {
-	static const char *const names[] = {"none", "adjtimex", "chrony", "clockbound", "vmclock"};
-	return source >= 0 && source <= 4 ? names[source] : "?";
+	static const char *const names[] = {"none",	"adjtimex", "chrony",
+					    "clockbound", "vmclock",  "ptp"};
+	return source >= 0 && source <= 5 ? names[source] : "?";
 }
 
 /* Sleeps in steps no longer than what is left: earliest_ns advances at

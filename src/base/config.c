@@ -307,7 +307,7 @@ int nc__host_port(const char *arg, char *host, size_t hlen, unsigned long *port,
 }
 
 /* NANOCLOCK_UTC_SOURCE=auto|off|adjtimex|chrony[:HOST:PORT]|clockbound[:/PATH]|
- * vmclock[:/PATH]: a name this library knows, and for chrony an address
+ * vmclock[:/PATH]|ptp[:/PATH]: a name this library knows, and for chrony an address
  * (checked when used); NANOCLOCK_UTC_DRIFT_PPM and NANOCLOCK_UTC_HORIZON_S */
 static void read_utc(struct nc__config *c, getter *get, void *ctx)
 {
@@ -318,14 +318,15 @@ static void read_utc(struct nc__config *c, getter *get, void *ctx)
 	const char *v = get("NANOCLOCK_UTC_SOURCE", ctx);
 	if (v) {
 		static const char *const names[] = {"auto", "off", "adjtimex", "chrony", "clockbound",
-						    "vmclock"};
+						    "vmclock", "ptp"};
 		const char *colon = strchr(v, ':');
 		size_t nl = colon ? (size_t)(colon - v) : strlen(v);
 		int known = 0;
 		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 			known |= strlen(names[i]) == nl && strncmp(v, names[i], nl) == 0;
 		int is_cb = (nl == 10 && strncmp(v, "clockbound", 10) == 0) ||
-			    (nl == 7 && strncmp(v, "vmclock", 7) == 0); /* a path follows */
+			    (nl == 7 && strncmp(v, "vmclock", 7) == 0) ||
+			    (nl == 3 && strncmp(v, "ptp", 3) == 0); /* a path follows */
 		int takes_arg = (nl == 6 && strncmp(v, "chrony", 6) == 0) || is_cb;
 		char host[64], addr_why[96] = "";
 		unsigned long port;
@@ -344,7 +345,7 @@ static void read_utc(struct nc__config *c, getter *get, void *ctx)
 			/* short: the whole line fits nc_info's calib_status (128) */
 			snprintf(c->utc_why, sizeof(c->utc_why),
 				 "NANOCLOCK_UTC_SOURCE refused (auto used): '%.20s%s' is no source: auto off "
-				 "adjtimex chrony clockbound vmclock", nc__quote(v, q, sizeof(q)),
+				 "adjtimex chrony clockbound vmclock ptp", nc__quote(v, q, sizeof(q)),
 				 strlen(v) > 20 ? "..." : "");
 		} else {
 			memcpy(c->utc_source, v, nl);

@@ -294,7 +294,8 @@ static int try_source(const struct nc__utc_source *s, const char *arg, int keep)
 		return 0;
 	}
 	struct nc__utc_fix f;
-	int got = s->ask(&f, s == &nc__utc_chrony ? CHRONY_WAIT_MS : 0);
+	/* the daemons that answer over a socket: the first answer waited for */
+	int got = s->ask(&f, s == &nc__utc_chrony || s == &nc__utc_ptp ? CHRONY_WAIT_MS : 0);
 	int bounded = f.status == NC_UTC_SYNCHRONISED || f.status == NC_UTC_FREE_RUNNING;
 	if (got && (bounded || keep)) {
 		u.src = s;
@@ -352,6 +353,8 @@ int nc__utc_start(const struct nc__config *cfg)
 		try_source(&nc__utc_vmclock, cfg->utc_arg, 1);
 	} else if (!strcmp(name, "clockbound")) {
 		try_source(&nc__utc_clockbound, cfg->utc_arg, 1);
+	} else if (!strcmp(name, "ptp")) {
+		try_source(&nc__utc_ptp, cfg->utc_arg, 1);
 	} else if (!strcmp(name, "off")) {
 		say(u.chosen, sizeof(u.chosen), "%s%s%s", "off (NANOCLOCK_UTC_SOURCE=off)", "");
 		nc__copy(u.last_why, sizeof(u.last_why), "no UTC source: NANOCLOCK_UTC_SOURCE=off");
@@ -360,7 +363,8 @@ int nc__utc_start(const struct nc__config *cfg)
 	} else if (!strcmp(name, "adjtimex")) {
 		try_source(&nc__utc_adjtimex, "trusted", 1);
 	} else if (!try_source(&nc__utc_vmclock, "", 0) && !try_source(&nc__utc_clockbound, "", 0) &&
-		   !try_source(&nc__utc_chrony, "", 0) && !try_source(&nc__utc_adjtimex, "", 0)) {
+		   !try_source(&nc__utc_ptp, "", 0) && !try_source(&nc__utc_chrony, "", 0) &&
+		   !try_source(&nc__utc_adjtimex, "", 0)) {
 		/* nothing honest: adjtimex kept, to say why at each refresh;
 		 * chrony asked again now and then */
 		if (nc__utc_adjtimex.open("", u.last_why, sizeof(u.last_why)) == 0)

@@ -76,6 +76,34 @@ NC_HIDDEN extern const struct nc__utc_source nc__utc_adjtimex;
 NC_HIDDEN extern const struct nc__utc_source nc__utc_chrony;
 NC_HIDDEN extern const struct nc__utc_source nc__utc_clockbound;
 NC_HIDDEN extern const struct nc__utc_source nc__utc_vmclock;
+NC_HIDDEN extern const struct nc__utc_source nc__utc_ptp;
+
+/* ptp.c: what ptp4l's answers to one exchange said (pure: the tests build
+ * answers and check the bound) */
+enum { NC__PTP_PORT, NC__PTP_PROPS, NC__PTP_CURRENT, NC__PTP_PARENT, NC__PTP_STATUS, NC__PTP_NQ };
+struct nc__ptp_figs {
+	unsigned got;          /* the answers in, a bit each */
+	unsigned port_state;   /* the best port's: SLAVE, else UNCALIBRATED, else the first's */
+	int got_props;
+	unsigned timestamping; /* that port's: 0 software */
+	unsigned steps_removed;
+	double offset_cur_ns, delay_ns; /* CURRENT_DATA_SET's */
+	unsigned gm_class, gm_accuracy;
+	unsigned char gm_id[8];
+	double offset_ns;      /* TIME_STATUS_NP's master_offset ... */
+	int64_t ingress_ns;    /* ... measured then (CLOCK_REALTIME, ns) */
+	int gm_present;
+};
+/* GET request q (NC__PTP_*) as pmc sends it: its length, 0 if len is short */
+NC_HIDDEN size_t nc__utc_ptp_request(unsigned char *p, size_t len, int q, uint16_t seq,
+				     uint16_t port);
+/* One answer of the exchange whose first request had sequence seq0 taken
+ * into *g: 0; 1 another exchange's (ignored); -1 refused, with why */
+NC_HIDDEN int nc__utc_ptp_take(struct nc__ptp_figs *g, const unsigned char *p, size_t n,
+			       uint16_t seq0, char *why, size_t len);
+/* The fix the answers give (0, or -1 when refused: f->why says why) */
+NC_HIDDEN int nc__utc_ptp_fix(const struct nc__ptp_figs *g, int64_t now_real_ns,
+			      struct nc__utc_fix *f);
 
 /* A ClockBound segment (version 2) as the daemon publishes it. */
 struct nc__clockbound_out {

@@ -50,8 +50,8 @@ case_() {
 }
 case_ "install-test-deps: installing libcmocka-dev strace" "libcmocka-dev strace"
 case_ "install-test-deps: installing scdoc cmake" "scdoc cmake" scdoc cmake
-case_ "install-test-deps: installing chrony liblttng-ust-dev lttng-tools babeltrace2 protobuf-compiler nodejs npm gnuplot-nox" \
-	"chrony liblttng-ust-dev lttng-tools babeltrace2 protobuf-compiler nodejs npm gnuplot-nox" optional
+case_ "install-test-deps: installing chrony liblttng-ust-dev lttng-tools babeltrace2 protobuf-compiler nodejs npm gnuplot-nox linuxptp iproute2" \
+	"chrony liblttng-ust-dev lttng-tools babeltrace2 protobuf-compiler nodejs npm gnuplot-nox linuxptp iproute2" optional
 case_ "install-test-deps: installing liblttng-ust-dev lttng-tools babeltrace2" \
 	"liblttng-ust-dev lttng-tools babeltrace2" lttng
 echo "tests/tool/test_install_deps.sh: $pass passed, $fail failed"

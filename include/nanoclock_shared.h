@@ -46,8 +46,9 @@ __attribute__((visibility("default"))) int nc_get_shared_status(struct nc_shared
  * user's, atomically (readers see one or the other, whole); anything else
  * at path is left alone (NC_ESYS, errno EEXIST, why[] says what is there),
  * and a link or folder on the way that another user made in a
- * world-writable sticky folder such as /tmp is not gone through (NC_ESYS,
- * errno ELOOP).  A
+ * world-writable sticky folder such as /tmp is not gone through, nor any
+ * name in a sticky folder another user owns or in a folder anybody may
+ * write to without the sticky bit (NC_ESYS, errno ELOOP).  A
  * cross-CPU verdict (NC_SYNC_*, or -1 for none) with its maximum shift and
  * the number of CPUs may be recorded with it.  0, or NC_EINVAL (relative
  * or too long path, an OS clock's exact rate needs no record, a rate

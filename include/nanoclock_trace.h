@@ -88,7 +88,9 @@ struct nc_trace_buf; /* one thread's buffer (layout below: ABI) */
  * another user's, a socket, a device (NC_TRACE_EIO, errno EEXIST), a
  * directory (EISDIR), a symbolic link, never followed (ELOOP).  Nor is a
  * link or folder on the way that another user made in a world-writable
- * sticky folder such as /tmp gone through (ELOOP).  A FIFO must
+ * sticky folder such as /tmp gone through, nor any name in a sticky
+ * folder another user owns or in a folder anybody may write to without
+ * the sticky bit (ELOOP).  A FIFO must
  * have a reader already (else NC_TRACE_EIO, errno ENXIO, at once).  A
  * write error later, a FIFO's reader gone included, is returned by
  * nc_trace_flush / nc_trace_close with errno set to the write's (EPIPE,

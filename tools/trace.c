@@ -705,7 +705,7 @@ static int export_write(const struct export_opts *eo, struct nc_trace_reader **r
 	int fmt = eo->fmt;
 	const char *out = eo->out;
 	struct tool_out o;
-	char why[512];
+	char why[512] = "";
 	/* any earlier export of this tool's may be replaced, whatever its
 	 * format: nothing else */
 	int e = fmt == FMT_CTF ? tool_out_dir_open(&o, out, why, sizeof(why))

@@ -17,9 +17,19 @@
 /* a message only where there is room for one (the refresh path passes none) */
 #define SAY(...) ((why) && (len) ? (void)nc__fmt((why), (len), __VA_ARGS__) : (void)0)
 
-static int sticky_public(const struct stat *d)
+/* May a name in the folder d, owned by uid, be gone through?  A folder
+ * anybody may write to without the sticky bit: no name in it (anybody may
+ * rename any of them after the walk).  With the sticky bit (/tmp): names
+ * of this user's or the folder owner's, if that owner is root or this user
+ * (the owner of a sticky folder may still rename everything in it). */
+static int trusted(const struct stat *d, uid_t uid)
 {
-	return (d->st_mode & (S_ISVTX | S_IWOTH)) == (S_ISVTX | S_IWOTH);
+	if (!(d->st_mode & S_IWOTH))
+		return 1;
+	if (!(d->st_mode & S_ISVTX))
+		return 0;
+	uid_t me = geteuid();
+	return (d->st_uid == 0 || d->st_uid == me) && (uid == me || uid == d->st_uid);
 }
 
 /* The next name of the way at *p (slashes skipped), copied to name; *p moves
@@ -47,7 +57,7 @@ static int step(int *dfd, struct stat *ds, const char *name, char *way, const ch
 {
 	int fd = openat(*dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT && (flags & NC_SAFE_MKDIR)) {
-		if (mkdirat(*dfd, name, 0777) != 0 && errno != EEXIST) {
+		if (mkdirat(*dfd, name, 0755) != 0 && errno != EEXIST) {
 			int e = errno;
 			SAY("%s: cannot make the folder %s on its way (%s)", path, name, strerror(e));
 			errno = e;
@@ -64,10 +74,17 @@ static int step(int *dfd, struct stat *ds, const char *name, char *way, const ch
 		errno = e;
 		return -1;
 	}
-	if (sticky_public(ds) && st.st_uid != geteuid() && st.st_uid != ds->st_uid) {
+	if (!trusted(ds, st.st_uid)) {
 		close(fd);
-		SAY("%s: %s on its way is uid %u's, in a world-writable sticky folder: not followed",
-		    path, name, (unsigned)st.st_uid);
+		if (!(ds->st_mode & S_ISVTX))
+			SAY("%s: %s on its way is in a folder anybody may write to: not followed", path,
+			    name);
+		else if (ds->st_uid != 0 && ds->st_uid != geteuid())
+			SAY("%s: %s on its way is in a world-writable sticky folder of uid %u's: not "
+			    "followed", path, name, (unsigned)ds->st_uid);
+		else
+			SAY("%s: %s on its way is uid %u's, in a world-writable sticky folder: not "
+			    "followed", path, name, (unsigned)st.st_uid);
 		errno = ELOOP;
 		return -1;
 	}
@@ -88,12 +105,13 @@ static int step(int *dfd, struct stat *ds, const char *name, char *way, const ch
 	 * buffer: this runs on small stacks) */
 	size_t rn = strlen(rest);
 	memmove(way + WAY_MAX - rn - 1, rest, rn + 1);
-	ssize_t tn = ++*links > LINKS_MAX ? -2
-		     : WAY_MAX - rn - 1 < 2 ? -3
-					      : readlinkat(fd, "", way, WAY_MAX - rn - 2);
+	/* room for the target: all of the buffer before the rest, and a '/'
+	 * (the rest's NUL is the buffer's last byte at most) */
+	size_t room = WAY_MAX - rn - 1;
+	ssize_t tn = ++*links > LINKS_MAX ? -2 : room < 2 ? -3 : readlinkat(fd, "", way, room);
 	int e = errno;
 	close(fd);
-	if (tn < 0 || (size_t)tn >= WAY_MAX - rn - 2) {
+	if (tn < 0 || (size_t)tn >= room) {
 		e = tn == -2 ? ELOOP : tn == -1 ? e : ENAMETOOLONG;
 		SAY("%s: the link %s on its way cannot be followed (%s)", path, name, strerror(e));
 		errno = e;
@@ -107,6 +125,8 @@ static int step(int *dfd, struct stat *ds, const char *name, char *way, const ch
 			e = errno;
 			if (root >= 0)
 				close(root);
+			SAY("%s: the root on its way (the link %s) cannot be reached (%s)", path, name,
+			    strerror(e));
 			errno = e;
 			return -1;
 		}
@@ -124,15 +144,17 @@ int nc__safe_path(const char *path, unsigned flags, char *why, size_t len)
 		errno = n ? ENAMETOOLONG : EINVAL;
 		return -1;
 	}
-	/* the folders only: the last name (and slashes after it) dropped */
+	/* the folders only: the last name dropped, unless slashes follow it
+	 * ("dir/": a folder, which the kernel reaches through a link even
+	 * with O_NOFOLLOW) */
 	char way[WAY_MAX];
 	memcpy(way, path, n + 1);
-	while (n > 1 && way[n - 1] == '/')
-		way[--n] = 0;
-	char *last = strrchr(way, '/');
-	if (!last)
-		return 0; /* a name in the working directory, which is where it is */
-	last[last == way] = 0; /* "/name": the root */
+	if (way[n - 1] != '/') {
+		char *last = strrchr(way, '/');
+		if (!last)
+			return 0; /* a name in the working directory, which is where it is */
+		last[last == way] = 0; /* "/name": the root */
+	}
 
 	int dfd = open(way[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	struct stat ds;
@@ -164,6 +186,8 @@ int nc__safe_path(const char *path, unsigned flags, char *why, size_t len)
 				if (up >= 0)
 					close(up);
 				close(dfd);
+				SAY("%s: the folder above one on its way cannot be reached (%s)", path,
+				    strerror(e));
 				errno = e;
 				return -1;
 			}

@@ -8,10 +8,14 @@
  * it is this user's or the folder owner's, as fs.protected_symlinks would
  * have it, whatever that sysctl says.  nc__safe_path goes further: it
  * passes only through names there that are this user's or the folder
- * owner's, links or directories.  Nobody else can rename or remove those
- * (that is what the sticky bit means), so the path stays what was checked
- * and the writer may go on to use it by name.  Elsewhere a folder's
- * entries are its owner's to change, as for the kernel.
+ * owner's, links or directories, and only where that owner is root or this
+ * user.  Nobody else can rename or remove those (that is what the sticky
+ * bit means; the folder's owner could), so the path stays what was checked
+ * and the writer may go on to use it by name.  A folder anybody may write
+ * to without the sticky bit is gone through by no name: anybody may rename
+ * any of them.  Elsewhere a folder's entries are its owner's (and group's)
+ * to change, as for the kernel.  A path ending in '/' names a folder: its
+ * last name is walked too.
  *
  * The last name is the writer's to judge (each opens it with O_NOFOLLOW and
  * replaces only what nc__safe_ours says it may).
@@ -28,13 +32,14 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
-#define NC_SAFE_MKDIR 1u /* make the missing directories on the way (0777 less the umask) */
+#define NC_SAFE_MKDIR 1u /* make the missing directories on the way (0755 less the umask) */
 
 /* 0 when every directory on the way to path's last name may be trusted (and,
  * with NC_SAFE_MKDIR, exists); else -1 with errno and a one-line reason in
  * why naming the path: ELOOP for a stranger's name in a world-writable
- * sticky folder or more than 40 links, ENOTDIR, ENOENT, ENAMETOOLONG (a way
- * longer than 1023 bytes once links are put in), or what a call failed with. */
+ * sticky folder, a name in a folder anybody may write to, or more than 40
+ * links; ENOTDIR, ENOENT, ENAMETOOLONG (a way longer than 1023 bytes once
+ * links are put in), or what a call failed with. */
 NC_HIDDEN int nc__safe_path(const char *path, unsigned flags, char *why, size_t len);
 
 /* st describes a regular file of this user's with no other name: one a

@@ -28,7 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -92,8 +94,7 @@ static int setup(void **state)
 		return -1;
 	snprintf(pub, sizeof(pub), "%s/pub", top);
 	snprintf(prey, sizeof(prey), "%s/prey", top);
-	if (mkdir(pub, 0777) != 0 || chmod(pub, 01777) != 0 || mkdir(prey, 0777) != 0 ||
-	    chmod(prey, 0777) != 0)
+	if (mkdir(pub, 0777) != 0 || chmod(pub, 01777) != 0 || mkdir(prey, 0755) != 0)
 		return -1;
 	return 0;
 }
@@ -159,6 +160,32 @@ static void walk_refuses_strangers(void **state)
 	assert_int_equal(entries(prey), 0);
 	unlink(mine);
 	rmdir(d);
+	/* a path ending in '/' names a folder: the stranger's link is its last
+	 * name, and the kernel would follow it even with O_NOFOLLOW */
+	path(p, "%s/evil/", pub);
+	expect_refused(p, ELOOP, "not followed");
+	/* a sticky folder anybody may write to, owned by a stranger: its
+	 * owner may rename anything in it, this user's folders too */
+	char s2[600], in[600];
+	path(s2, "%s/theirs-sticky", top);
+	assert_int_equal(mkdir(s2, 0777), 0);
+	assert_int_equal(chmod(s2, 01777), 0);
+	assert_int_equal(chown(s2, STRANGER, STRANGER), 0);
+	path(in, "%s/mine", s2);
+	assert_int_equal(mkdir(in, 0755), 0);
+	path(p, "%s/file", in);
+	expect_refused(p, ELOOP, "sticky folder of uid 65534's");
+	/* a folder anybody may write to without the sticky bit: anybody may
+	 * rename any name in it, root's own folders too */
+	char w[600];
+	path(w, "%s/open", top);
+	assert_int_equal(mkdir(w, 0777), 0);
+	assert_int_equal(chmod(w, 0777), 0);
+	path(in, "%s/mine", w);
+	assert_int_equal(mkdir(in, 0755), 0);
+	path(p, "%s/file", in);
+	expect_refused(p, ELOOP, "anybody may write to");
+	sh("rm -rf '%s/theirs-sticky' '%s/open'", top);
 }
 
 /* What the kernel follows with fs.protected_symlinks=1 is followed. */
@@ -228,6 +255,20 @@ static void walk_mkdir_and_errors(void **state)
 	assert_int_equal(symlink(a, b), 0);
 	path(p, "%s/file", a);
 	expect_refused(p, ELOOP, "cannot be followed");
+	/* a way of exactly 1023 bytes once the link is put in: taken (the
+	 * buffer's 1024th byte is its end) */
+	char tgt[1100];
+	memset(tgt, 0, sizeof(tgt));
+	for (int i = 0; i < 509; i++)
+		memcpy(tgt + 2 * i, "./", 2);
+	memcpy(tgt + 1018, "prey", 4);
+	assert_int_equal(strlen(tgt), 1022);
+	path(l, "%s/long", top);
+	unlink(l);
+	assert_int_equal(symlink(tgt, l), 0);
+	path(p, "%s/long/file", top);
+	expect_ok(p, 0);
+	unlink(l);
 	/* nothing, and a way too long */
 	assert_int_equal(nc__safe_path("", 0, NULL, 0), -1);
 	assert_int_equal(errno, EINVAL);
@@ -241,6 +282,28 @@ static void walk_mkdir_and_errors(void **state)
 	sh("rm -rf '%s/made' '%s/plain'", top);
 	unlink(a);
 	unlink(b);
+}
+
+/* A step that fails for want of a descriptor still says why (the tool
+ * prints the reason as given). */
+static void walk_says_why(void **state)
+{
+	(void)state;
+	pid_t pid = fork();
+	if (pid == 0) {
+		int lowest = dup(0);
+		close(lowest);
+		struct rlimit rl = {(rlim_t)lowest + 1, (rlim_t)lowest + 1};
+		char why[256] = "";
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			_exit(3);
+		int rc = nc__safe_path("../x/f", 0, why, sizeof(why));
+		_exit(rc == -1 && errno == EMFILE && strstr(why, "cannot be reached") ? 0 : 1);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
 /* The library's three writers, each given a way through the stranger's
@@ -315,6 +378,7 @@ int main(void)
 		cmocka_unit_test(walk_refuses_strangers),
 		cmocka_unit_test(walk_follows_ordinary_links),
 		cmocka_unit_test(walk_mkdir_and_errors),
+		cmocka_unit_test(walk_says_why),
 		cmocka_unit_test(writers_refuse_strangers),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

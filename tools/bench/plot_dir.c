@@ -136,7 +136,7 @@ int plot_dir_open(struct pdir *d, const char *dir)
 		d->name[--l] = 0;
 	d->fd = -1;
 	struct stat st;
-	char k[64], t[256], why[600];
+	char k[64], t[256], why[600] = "";
 	/* the folders on the way (made where missing) */
 	if (nc__safe_path(d->name, NC_SAFE_MKDIR, why, sizeof(why)) != 0)
 		return plot_fail("%s; left alone", why);

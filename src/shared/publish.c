@@ -391,6 +391,15 @@ int nc__shared_write(const char *path, int sync_verdict, double sync_shift_ns, u
 			V.adopted = 0;
 			V.r = r;
 			nc__copy(V.path, sizeof(V.path), p);
+			if (V.pending && !strcmp(p, V.own_path)) {
+				/* the write held back at the start is this one (with
+				 * its verdict): not done again later without it */
+				V.pending = 0;
+				__atomic_store_n(&V.due, 0, __ATOMIC_RELAXED);
+				if (V.pending_at < sizeof(V.status))
+					V.status[V.pending_at] = 0;
+				nc__shared_status_add(V.own_path, "written by this process");
+			}
 		}
 	}
 	return rc;

@@ -659,6 +659,61 @@ static size_t early_writer_child(void *arg, void *out, size_t size)
 				st.status) + 1;
 }
 
+/* nc_shared_publish while the start's record is still held back (its
+ * first statement wider than the goal): the record written is the one
+ * published, with its cross-CPU verdict; the status says so, and the
+ * held-back write does not come later over it without the verdict. */
+static size_t publish_early_child(void *arg, void *out, size_t size)
+{
+	(void)arg;
+	alarm(150);
+	unsetenv("NANOCLOCK_CALIB_PPM");
+	unsetenv("NANOCLOCK_CALIB_MAX_MS");
+	setenv("NANOCLOCK_SHARED", path, 1);
+	nc_init();
+	struct nc_shared_status st;
+	nc_get_shared_status(&st);
+	int held = strstr(st.status, "not yet written") != NULL;
+	char why[256] = "";
+	int rc = nc_shared_publish(NULL, 1, 5.0, 2, why, sizeof(why));
+	nc_get_shared_status(&st);
+	int says_not_yet = strstr(st.status, "not yet written") != NULL;
+	/* refreshes for a while: a held-back first write would come now */
+	int64_t end = raw_ns() + 2 * (int64_t)1000000000;
+	while (raw_ns() < end) {
+		for (int i = 0; i < 1000; i++)
+			(void)nc_now_ns();
+		usleep(2000);
+		nc_get_shared_status(&st);
+	}
+	return (size_t)snprintf(out, size, "%d %d %d %d %s", held, rc, says_not_yet, st.published,
+				why) + 1;
+}
+
+static void test_publish_while_held_back(void **state)
+{
+	(void)state;
+	if (!hw_counter())
+		SKIP("machine", "no hardware counter with a measured rate: a record has nothing to share");
+	fresh();
+	static char got[600];
+	int wst = 0;
+	assert_true(in_fresh_process(publish_early_child, NULL, got, sizeof(got) - 1, &wst) > 0);
+	print_message("  %s\n", got);
+	assert_true(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+	int held = -1, rc = -1, not_yet = -1, published = -1;
+	assert_int_equal(sscanf(got, "%d %d %d %d", &held, &rc, &not_yet, &published), 4);
+	if (!held)
+		SKIP("machine", "the start's first statement met the goal: nothing was held back");
+	assert_int_equal(rc, 0);
+	assert_int_equal(published, 1);
+	assert_int_equal(not_yet, 0);
+	struct nc__shared_rec r;
+	read_rec(&r);
+	assert_int_equal(r.sync_verdict, 1);
+	assert_int_equal(r.sync_ncpus, 2);
+}
+
 static size_t own_facts_child(void *arg, void *out, size_t size)
 {
 	(void)arg;
@@ -803,6 +858,7 @@ int main(void)
 		cmocka_unit_test(test_many_at_once),
 		cmocka_unit_test(test_full_disk),
 		cmocka_unit_test(test_early_writer_records_whole_facts),
+		cmocka_unit_test(test_publish_while_held_back),
 		cmocka_unit_test(test_first_write_on_a_small_stack),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -482,26 +482,45 @@ static void case_ptp_real_pair(const char *arg)
 		s.half_width_ns, s.why);
 	int ok = synced && s.source == NC_UTC_SRC_PTP;
 	/* the offset ptp4l measured, as pmc reports it (a few sync intervals
-	 * on: right after the master is taken, pmc may still say 0) */
-	status_after(3, &s);
-	double offset = 0;
-	snprintf(cmd, sizeof(cmd), "pmc -u -b 0 -s %s/slave.sock 'GET TIME_STATUS_NP' 2>/dev/null | "
-		 "awk '/master_offset/ {print $2}'", dir);
-	FILE *p = popen(cmd, "r");
-	CHECK(p && fscanf(p, "%lf", &offset) == 1);
-	pclose(p);
-	CHECK(nc_get_utc_status(&s) == 0);
-	fprintf(stderr, "case: pmc: master_offset %.0f ns; half width %.0f ns\n", offset, s.half_width_ns);
-	ok = ok && s.half_width_ns >= fabs(offset) && s.half_width_ns <= 1e6;
+	 * on: right after the master is taken, pmc may still say 0), against
+	 * the half width then.  A step of the clock by another process (make
+	 * check-disturbed) lands in ptp4l's next measurement as an offset of
+	 * its size: judged only over a span no step came near (3 s: a sync
+	 * interval and the refresh after it, and margin), tried again else */
+	int judged = 0;
+	for (int tries = 0; ok && !judged && tries < 6; tries++) {
+		struct clockstep cs;
+		clockstep_begin(&cs, 3000000000ll);
+		status_after(1, &s);
+		double offset = 0;
+		snprintf(cmd, sizeof(cmd), "pmc -u -b 0 -s %s/slave.sock 'GET TIME_STATUS_NP' 2>/dev/null | "
+			 "awk '/master_offset/ {print $2}'", dir);
+		FILE *p = popen(cmd, "r");
+		CHECK(p && fscanf(p, "%lf", &offset) == 1);
+		pclose(p);
+		CHECK(nc_get_utc_status(&s) == 0);
+		if (!clockstep_span_calm(&cs, 3000000000ll)) {
+			fprintf(stderr, "case: the clock was set meanwhile: not judged, again\n");
+			continue;
+		}
+		judged = 1;
+		fprintf(stderr, "case: pmc: master_offset %.0f ns; half width %.0f ns\n", offset,
+			s.half_width_ns);
+		ok = s.status == NC_UTC_SYNCHRONISED && s.half_width_ns >= fabs(offset) &&
+		     s.half_width_ns <= 1e6;
+	}
+	ok = ok && judged;
 	int gone = 0;
 	if (ok) {
 		/* the master killed: no longer synchronised within 15 s */
 		snprintf(cmd, sizeof(cmd), "kill $(cat %s/master.pid)", dir);
 		CHECK(sh_ok(cmd));
-		end = real_ns() + 15000000000ll;
+		int64_t killed = real_ns();
+		end = killed + 15000000000ll;
 		while (real_ns() < end && !gone)
 			gone = status_after(0.5, &s) != NC_UTC_SYNCHRONISED;
-		fprintf(stderr, "case: the master killed: %s: %s\n", nc_utc_status_name(s.status), s.why);
+		fprintf(stderr, "case: the master killed: %s after %.1f s: %s\n", nc_utc_status_name(s.status),
+			(double)(real_ns() - killed) / 1e9, s.why);
 	}
 	nc_utc_stop();
 	snprintf(cmd, sizeof(cmd),

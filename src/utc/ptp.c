@@ -310,8 +310,8 @@ static uint32_t mix(void) NC_REQUIRES(nc__lib_lock)
 
 static int connect_socket(char *why, size_t len) NC_REQUIRES(nc__lib_lock)
 {
-	if (own_fd() >= 0 && pt.pid == getpid())
-		close(pt.fd);
+	if (own_fd() >= 0)
+		close(pt.fd); /* (a forked child's copy too; the name stays its parent's) */
 	unbind();
 	pt.fd = -1;
 	pt.outstanding = 0;

@@ -167,6 +167,30 @@ NC_API int nc_unix_retie(void);
 NC_API int nc_upkeep_start(void);
 NC_API int nc_upkeep_stop(void);
 
+/* ---- a coarse clock at one load ----------------------------------------------
+ * nc_recent_ns(): nc_now_ns() as of the upkeep thread's last tick, one load
+ * (a function call, no counter read): for stamps that can take a tick's
+ * staleness.  Once a coarse read asked, the upkeep thread (nc_upkeep_start)
+ * ticks every NANOCLOCK_RECENT_US (10 .. 1e6, default 1000 us).  A value is
+ * never newer than nc_now_ns() and never older than the period plus the
+ * largest lateness of a tick, which nc_get_recent_status states (a busy
+ * machine delays the thread); never behind a value the same thread was
+ * handed.  Without the upkeep thread it is nc_now_ns() itself (ticking 0).
+ * nc_recent_unix_ns(): nc_unix_ns() at the same tick (steps of the system
+ * clock followed, as nc_unix_ns follows them).  The first coarse read asks
+ * for the ticks (one store); the others write nothing shared. */
+struct nc_recent_status {
+	int32_t ticking;    /* 1: the values are the upkeep thread's ticks; 0: full reads */
+	double period_ns;   /* the ticks' period */
+	double late_max_ns; /* the largest lateness of a tick seen: a value is at most
+			       period_ns + late_max_ns old (when the next tick comes) */
+	double age_ns;      /* since the last tick */
+	uint64_t ticks;     /* ticks so far */
+};
+NC_API uint64_t nc_recent_ns(void);
+NC_API int64_t nc_recent_unix_ns(void);
+NC_API int nc_get_recent_status(struct nc_recent_status *st);
+
 /* ---- Unix time with bounds: an interval that holds UTC ----------------------
  * nc_utc_now(&u) reads the counter once and gives nc_unix_ns()'s value for
  * that read (u.unix_ns) and an interval [u.earliest_ns, u.latest_ns] that

@@ -12,6 +12,7 @@
 #include "base/refclock.h"
 #include "clock/events.h"
 #include "clock/now.h"
+#include "clock/recent.h"
 #include "clock/upkeep.h"
 #include "clock/wall.h"
 #include "counter/counter.h"
@@ -397,4 +398,34 @@ int nc_shared_publish(const char *path, int sync_verdict, double sync_max_shift_
 	nc__unlock();
 	nc__leave();
 	return rc;
+}
+
+/* ---- the coarse clock (clock/recent.c) ---- */
+static __thread uint64_t recent_seen __attribute__((tls_model("initial-exec")));
+
+uint64_t nc_recent_ns(void)
+{
+	uint64_t v;
+	if (!nc__recent_now(&v))
+		v = nc_now_ns();
+	/* never behind what this thread was handed (across the thread's start
+	 * and stop between ticks and full reads) */
+	if (v < recent_seen)
+		return recent_seen;
+	recent_seen = v;
+	return v;
+}
+
+int64_t nc_recent_unix_ns(void)
+{
+	int64_t v;
+	return nc__recent_unix(&v) ? v : nc_unix_ns();
+}
+
+int nc_get_recent_status(struct nc_recent_status *st)
+{
+	if (!st)
+		return NC_EINVAL;
+	nc__recent_status(st);
+	return 0;
 }

@@ -24,10 +24,12 @@
 #include "base/fmt.h"
 #include "../shared/shared.h"
 #include "events.h"
+#include "recent.h"
 #include "timeline.h"
 #include "wall.h"
 #include "../base/lock.h"
 #include "../base/log.h"
+#include "../base/refclock.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -112,18 +114,38 @@ static double next_due_ns(void) NC_REQUIRES(nc__lib_lock)
 static void *upkeep_main(void *p) NC_EXCLUDES(nc__lib_lock)
 {
 	struct thread_arg *a = p;
+	int64_t tick_raw = 0; /* the coarse clock's next tick (recent.c), once asked for */
 	for (;;) {
 		nc__lock();
 		double due = next_due_ns();
 		nc__unlock();
-		/* wake just after the due time, at least every second */
-		int ms = due >= 1e9 ? 1000 : (int)(due / 1e6) + 1;
+		/* wake just after the due time, at least every second; and at the
+		 * coarse clock's ticks */
+		int64_t t0 = nc__ref.raw(), wait = due >= 1e9 ? 1000000000 : (int64_t)due + 1000000;
+		int64_t pass_raw = t0 + wait - 1000000;
+		if (nc__recent_wanted()) {
+			if (!tick_raw)
+				tick_raw = t0;
+			if (tick_raw - t0 < wait)
+				wait = tick_raw > t0 ? tick_raw - t0 : 0;
+		}
+		struct timespec ts = {(time_t)(wait / 1000000000), (long)(wait % 1000000000)};
 		struct pollfd pf[2] = {{a->stop_fd, POLLIN, 0}, {a->tfd, POLLIN, 0}};
-		int n = poll(pf, a->tfd >= 0 ? 2 : 1, ms);
+		int n = ppoll(pf, a->tfd >= 0 ? 2 : 1, &ts, NULL);
 		if (n < 0 && errno != EINTR)
 			break;
 		if (pf[0].revents)
 			break;
+		int64_t t1 = nc__ref.raw();
+		if (tick_raw && t1 >= tick_raw) {
+			nc__recent_tick(tick_raw);
+			int64_t period = nc__recent_period_ns();
+			tick_raw += period;
+			if (tick_raw <= t1) /* fallen behind (a busy machine): from now on */
+				tick_raw = t1 + period;
+		}
+		if (n == 0 && t1 < pass_raw)
+			continue; /* a tick only: the timelines are not due */
 		int set = 0;
 		if (a->tfd >= 0 && pf[1].revents) {
 			uint64_t exp;
@@ -138,6 +160,7 @@ static void *upkeep_main(void *p) NC_EXCLUDES(nc__lib_lock)
 		nc__shared_flush();
 		nc__log_deliver(); /* the application's function may stop this very thread */
 	}
+	nc__recent_stop();
 	if (__atomic_load_n(&a->self_stopped, __ATOMIC_ACQUIRE)) {
 		/* nobody joins a thread that stopped itself: it cleans up */
 		pthread_detach(pthread_self());
@@ -270,6 +293,7 @@ void nc__upkeep_forked(void)
 {
 	upkeep.forked = upkeep.wanted;
 	upkeep.running = 0;
+	nc__recent_stop(); /* no ticks here: full reads until it runs again */
 	/* the parent's thread's descriptors: unusable here (close is async-signal-safe) */
 	if (upkeep.arg) {
 		if (upkeep.arg->stop_fd >= 0)

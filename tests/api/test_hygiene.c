@@ -94,8 +94,14 @@ static void whole_api(void)
 	(void)nc_upkeep_stop();
 	(void)nc_upkeep_start();
 	(void)nc_upkeep_start();
+	(void)nc_recent_ns(); /* the coarse clock's ticks asked for */
+	(void)nc_recent_unix_ns();
+	struct nc_recent_status rst;
+	(void)nc_get_recent_status(NULL);
+	(void)nc_get_recent_status(&rst);
 	struct timespec ts = {0, 20000000};
 	nanosleep(&ts, NULL);
+	(void)nc_recent_ns();
 	(void)nc_upkeep_stop();
 	struct nc_sync_options o;
 	nc_sync_default_options(&o);

@@ -16,6 +16,7 @@ enum tool_cost_row {
 	NC_COST_NOW_NS,
 	NC_COST_UNIX_NS,
 	NC_COST_UTC_NOW,
+	NC_COST_RECENT, /* nc_recent_ns with the upkeep thread ticking */
 	NC_COST_TICKS_TO_NS,
 	NC_COST_CONV_PURE,
 	NC_COST_CONV_BIASED,
@@ -32,7 +33,7 @@ struct tool_costs {
 	const char *raw_name, *ordered_name;
 	double raw, ordered;
 	double cgt_mono, cgt_raw, cgt_real; /* clock_gettime baselines */
-	double ticks, ticks_begin, ticks_end, now_ns, unix_ns, utc_now, ticks_to_ns;
+	double ticks, ticks_begin, ticks_end, now_ns, unix_ns, utc_now, recent, ticks_to_ns;
 	double conv_pure, conv_biased;      /* a pure conversion vs a WTMLIB-style one */
 	/* every round of every call (ns per call; 0 where not measured): the
 	 * calls are measured one after another within each round, so a

@@ -8,7 +8,10 @@
  * each tick stores nc_now_ns() and nc_unix_ns().  A read is then that
  * store's value: never newer than the time, and older by at most the
  * period plus the tick's lateness (the thread not running on time: a
- * busy machine), the largest of which nc_get_recent_status states.
+ * busy machine), the largest of which nc_get_recent_status states.  The
+ * ticks and their lateness are on CLOCK_MONOTONIC, what the thread sleeps
+ * on; the values on the counter (they differ by the kernel's frequency
+ * correction and the rate's uncertainty: a few hundred ppm at most).
  * Without the thread a coarse read is a full read, and says so.
  *
  * The public calls are api.c's: they read here, and fall back to a full
@@ -20,8 +23,9 @@
 #include "now.h"
 #include "timeline.h"
 #include "wall.h"
-#include "../base/refclock.h"
 #include "nanoclock.h"
+
+#include <time.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -53,16 +57,23 @@ int64_t nc__recent_period_ns(void)
 
 int nc__recent_wanted(void) { return __atomic_load_n(&rc.wanted, __ATOMIC_RELAXED); }
 
-void nc__recent_tick(int64_t due_raw_ns)
+static int64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+void nc__recent_tick(int64_t due_ns)
 {
 	uint64_t now = nc__timeline_read(&nc__now_timeline);
 	int64_t unix_ns = (int64_t)nc__timeline_read(&nc__wall_timeline);
-	int64_t raw = nc__ref.raw();
+	int64_t raw = mono_ns();
 	__atomic_store_n(&rc.now, now, __ATOMIC_RELAXED);
 	__atomic_store_n(&rc.unix_ns, unix_ns, __ATOMIC_RELAXED);
 	/* the values before the flag: a read that sees it on sees them */
 	__atomic_store_n(&rc.on, 1, __ATOMIC_RELEASE);
-	int64_t late = due_raw_ns ? raw - due_raw_ns : 0;
+	int64_t late = due_ns ? raw - due_ns : 0;
 	if (late > __atomic_load_n(&rc.late_max_ns, __ATOMIC_RELAXED))
 		__atomic_store_n(&rc.late_max_ns, late, __ATOMIC_RELAXED);
 	__atomic_store_n(&rc.last_raw, raw, __ATOMIC_RELAXED);
@@ -101,5 +112,5 @@ void nc__recent_status(struct nc_recent_status *st)
 	st->late_max_ns = (double)__atomic_load_n(&rc.late_max_ns, __ATOMIC_RELAXED);
 	st->ticks = (uint64_t)__atomic_load_n(&rc.ticks, __ATOMIC_RELAXED);
 	int64_t last = __atomic_load_n(&rc.last_raw, __ATOMIC_RELAXED);
-	st->age_ns = st->ticking && last ? (double)(nc__ref.raw() - last) : 0;
+	st->age_ns = st->ticking && last ? (double)(mono_ns() - last) : 0;
 }

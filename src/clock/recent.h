@@ -12,8 +12,8 @@
  * ticks every nc__recent_period_ns); any thread, no lock */
 NC_HIDDEN int nc__recent_wanted(void);
 NC_HIDDEN int64_t nc__recent_period_ns(void);
-/* a tick, due at due_raw_ns (CLOCK_MONOTONIC_RAW): the values taken now */
-NC_HIDDEN void nc__recent_tick(int64_t due_raw_ns);
+/* a tick due at due_ns (CLOCK_MONOTONIC): the values taken now */
+NC_HIDDEN void nc__recent_tick(int64_t due_ns);
 /* the upkeep thread stops (or a forked child has none): reads go back to
  * full reads */
 NC_HIDDEN void nc__recent_stop(void);

@@ -29,7 +29,6 @@
 #include "wall.h"
 #include "../base/lock.h"
 #include "../base/log.h"
-#include "../base/refclock.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -111,6 +110,15 @@ static double next_due_ns(void) NC_REQUIRES(nc__lib_lock)
 	return due;
 }
 
+/* The thread's own time, CLOCK_MONOTONIC: what ppoll sleeps on (never a
+ * simulated reference clock: the thread sleeps in real time) */
+static int64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
 static void *upkeep_main(void *p) NC_EXCLUDES(nc__lib_lock)
 {
 	struct thread_arg *a = p;
@@ -121,7 +129,7 @@ static void *upkeep_main(void *p) NC_EXCLUDES(nc__lib_lock)
 		nc__unlock();
 		/* wake just after the due time, at least every second; and at the
 		 * coarse clock's ticks */
-		int64_t t0 = nc__ref.raw(), wait = due >= 1e9 ? 1000000000 : (int64_t)due + 1000000;
+		int64_t t0 = mono_ns(), wait = due >= 1e9 ? 1000000000 : (int64_t)due + 1000000;
 		int64_t pass_raw = t0 + wait - 1000000;
 		if (nc__recent_wanted()) {
 			if (!tick_raw)
@@ -136,7 +144,7 @@ static void *upkeep_main(void *p) NC_EXCLUDES(nc__lib_lock)
 			break;
 		if (pf[0].revents)
 			break;
-		int64_t t1 = nc__ref.raw();
+		int64_t t1 = mono_ns();
 		if (tick_raw && t1 >= tick_raw) {
 			nc__recent_tick(tick_raw);
 			int64_t period = nc__recent_period_ns();

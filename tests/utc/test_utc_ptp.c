@@ -68,7 +68,10 @@ static size_t ptp_answer(unsigned char *p, unsigned id, unsigned seq, const stru
 		break;
 	case 0x2001: /* CURRENT_DATA_SET: stepsRemoved, offsetFromMaster, meanPathDelay (2^-16 ns) */
 		put16b(d, 1);
-		put64b(d + 2, (uint64_t)(g->offset_ns * 65536));
+		/* (an offset past what the scaled field holds: its largest) */
+		put64b(d + 2, g->offset_ns > INT64_MAX / 65536	 ? (uint64_t)INT64_MAX
+			       : g->offset_ns < INT64_MIN / 65536 ? (uint64_t)INT64_MIN
+								  : (uint64_t)(g->offset_ns * 65536));
 		put64b(d + 10, (uint64_t)(int64_t)(g->delay_ns * 65536));
 		dl = 18;
 		break;

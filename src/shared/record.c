@@ -121,7 +121,7 @@ uint64_t nc__shared_checksum(const struct nc__shared_rec *r) { return nc__shared
 
 /* The boot id: 0, or -1 when unreadable (then nothing is shared: a
  * record from another boot could not be told apart). */
-int nc__shared_boot_id(char out[40])
+NC_START int nc__shared_boot_id(char out[40])
 {
 	memset(out, 0, 40);
 	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);

@@ -289,6 +289,12 @@ static void walk_mkdir_and_errors(void **state)
 static void walk_says_why(void **state)
 {
 	(void)state;
+	if (getenv("NC_TEST_VALGRIND")) {
+		/* valgrind keeps descriptors of its own above the program's:
+		 * a lowered RLIMIT_NOFILE does not bite the same way */
+		SKIP("valgrind", "descriptor limits under valgrind are valgrind's");
+		return;
+	}
 	pid_t pid = fork();
 	if (pid == 0) {
 		int lowest = dup(0);

@@ -217,14 +217,19 @@ static void case_ptp_decode(const char *arg)
 
 /* ---- a ptp4l of the test's own ---- */
 enum { P_GOOD, P_SILENT, P_FLOOD, P_LISTENING, P_NO_GM, P_HARDWARE, P_REFUSED, P_TRUNCATED };
+/* mode, offset_ns, answered and stop: atomics (the test and the thread) */
 static struct {
 	int fd;
 	char path[108];
-	volatile int mode;
-	volatile int64_t offset_ns;
+	int mode;
+	int64_t offset_ns;
 	int answered;
+	int stop;
 	pthread_t th;
 } pf = {.fd = -1};
+
+static void set_mode(int m) { __atomic_store_n(&pf.mode, m, __ATOMIC_RELEASE); }
+static void set_offset(int64_t o) { __atomic_store_n(&pf.offset_ns, o, __ATOMIC_RELEASE); }
 
 static void *fake_ptp4l(void *arg)
 {
@@ -234,6 +239,8 @@ static void *fake_ptp4l(void *arg)
 		struct sockaddr_un from;
 		socklen_t fl = sizeof(from);
 		ssize_t n = recvfrom(pf.fd, in, sizeof(in), 0, (struct sockaddr *)&from, &fl);
+		if (__atomic_load_n(&pf.stop, __ATOMIC_ACQUIRE))
+			return NULL;
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -242,8 +249,8 @@ static void *fake_ptp4l(void *arg)
 		if (n < 54 || in[0] != 0x0d || in[46] != 0)
 			continue;
 		unsigned seq = (unsigned)in[30] << 8 | in[31], id = (unsigned)in[52] << 8 | in[53];
-		int mode = pf.mode;
-		struct ptp_figs g = good_ptp(pf.offset_ns);
+		int mode = __atomic_load_n(&pf.mode, __ATOMIC_ACQUIRE);
+		struct ptp_figs g = good_ptp(__atomic_load_n(&pf.offset_ns, __ATOMIC_ACQUIRE));
 		g.port_state = mode == P_LISTENING ? 4 : 9;
 		g.gm_present = mode != P_NO_GM;
 		g.timestamping = mode == P_HARDWARE;
@@ -281,8 +288,9 @@ static void start_ptp4l(int mode, int64_t offset_ns)
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s", pf.path);
 	CHECK(bind(pf.fd, (struct sockaddr *)&a, sizeof(a)) == 0);
-	pf.mode = mode;
-	pf.offset_ns = offset_ns;
+	set_mode(mode);
+	set_offset(offset_ns);
+	__atomic_store_n(&pf.stop, 0, __ATOMIC_RELEASE);
 	CHECK(pthread_create(&pf.th, NULL, fake_ptp4l, NULL) == 0);
 	char v[160];
 	snprintf(v, sizeof(v), "ptp:%s", pf.path);
@@ -292,13 +300,15 @@ static void start_ptp4l(int mode, int64_t offset_ns)
 /* ptp4l gone and back: its socket made again under the path */
 static void restart_ptp4l(void)
 {
+	/* the thread told, woken (shutdown: its recvfrom returns) and joined
+	 * before its descriptor is closed */
+	__atomic_store_n(&pf.stop, 1, __ATOMIC_RELEASE);
 	shutdown(pf.fd, SHUT_RDWR);
-	close(pf.fd);
 	pthread_join(pf.th, NULL);
+	close(pf.fd);
 	unlink(pf.path);
-	int mode = pf.mode;
-	int64_t off = pf.offset_ns;
-	start_ptp4l(mode, off);
+	start_ptp4l(__atomic_load_n(&pf.mode, __ATOMIC_ACQUIRE),
+		    __atomic_load_n(&pf.offset_ns, __ATOMIC_ACQUIRE));
 }
 
 /* the status now, after the refreshes a period or two brings */
@@ -348,7 +358,7 @@ static void case_ptp_fake_good(const char *arg)
 	CHECK(__atomic_load_n(&pf.answered, __ATOMIC_RELAXED) >= 5 * 5);
 	/* ptp4l restarted (its socket made again): followed */
 	restart_ptp4l();
-	pf.offset_ns = -2000000;
+	set_offset(-2000000);
 	struct nc_utc_status s;
 	int64_t end = real_ns() + 3000000000ll;
 	do
@@ -372,7 +382,7 @@ static void case_ptp_turns_bad(const char *arg)
 	CHECK(nc_utc_start() == 0);
 	struct nc_utc_status s;
 	CHECK(status_after(0.2, &s) == NC_UTC_SYNCHRONISED);
-	pf.mode = mode;
+	set_mode(mode);
 	/* the answers to requests sent before the turn may still come: past
 	 * two periods, none is synchronised; silent or flooded, the figures'
 	 * freshness (four periods) runs out */

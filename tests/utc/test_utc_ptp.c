@@ -452,6 +452,9 @@ static void case_ptp_real_pair(const char *arg)
 	(void)arg;
 	if (geteuid() != 0)
 		CHILD_SKIP_BECAUSE("root", "network namespaces and ptp4l need root");
+	if (getenv("NC_TEST_VALGRIND"))
+		CHILD_SKIP_BECAUSE("valgrind", "valgrind traces the children it starts, and `ip netns` "
+				   "cannot make a namespace under it");
 	if (!sh_ok("command -v ptp4l >/dev/null 2>&1 && command -v ip >/dev/null 2>&1"))
 		CHILD_SKIP_BECAUSE("machine", "no ptp4l or ip (apt-get install linuxptp iproute2)");
 	char dir[] = "/tmp/nc-ptp-pair-XXXXXX";

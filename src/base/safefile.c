@@ -32,6 +32,15 @@ static int trusted(const struct stat *d, uid_t uid)
 	return (d->st_uid == 0 || d->st_uid == me) && (uid == me || uid == d->st_uid);
 }
 
+/* The root, for an absolute way: through /proc/self/root where there is
+ * one (an emulator given a sysroot, qemu-user -L, maps "/" itself into
+ * that sysroot, but not a path it does not hold), else "/" */
+static int open_root(void)
+{
+	int fd = open("/proc/self/root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd >= 0 ? fd : open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
 /* The next name of the way at *p (slashes skipped), copied to name; *p moves
  * past it.  0 at the end of the way, -1 for a name over 255 bytes. */
 static int next_name(const char **p, char name[256])
@@ -120,7 +129,7 @@ static int step(int *dfd, struct stat *ds, const char *name, char *way, const ch
 	way[tn] = '/';
 	memmove(way + tn + 1, way + WAY_MAX - rn - 1, rn + 1);
 	if (way[0] == '/') {
-		int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		int root = open_root();
 		if (root < 0 || fstat(root, ds) != 0) {
 			e = errno;
 			if (root >= 0)
@@ -156,7 +165,7 @@ int nc__safe_path(const char *path, unsigned flags, char *why, size_t len)
 		last[last == way] = 0; /* "/name": the root */
 	}
 
-	int dfd = open(way[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int dfd = way[0] == '/' ? open_root() : open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	struct stat ds;
 	if (dfd < 0 || fstat(dfd, &ds) != 0) {
 		int e = errno;

@@ -329,20 +329,32 @@ static void writers_refuse_strangers(void **state)
 	assert_int_equal(symlink(prey, own), 0);
 
 	/* the shared record (this process calibrated itself: NANOCLOCK_SHARED
-	 * is off, set before the library started) */
-	path(p, "%s/evil/record", pub);
-	errno = 0;
-	assert_int_equal(nc_shared_publish(p, -1, 0, 0, why, sizeof(why)), NC_ESYS);
-	assert_int_equal(errno, ELOOP);
-	if (!strstr(why, "not followed"))
-		fail_msg("shared record: \"%s\"", why);
-	assert_int_equal(entries(prey), 0);
-	path(p, "%s/own/record", pub);
-	int rc = nc_shared_publish(p, -1, 0, 0, why, sizeof(why));
-	if (rc != 0)
-		fail_msg("shared record through this user's link: %d %s", rc, why);
-	assert_int_equal(entries(prey), 1);
+	 * is off, set before the library started).  On an OS clock (an
+	 * emulator's counter may fail the checks) there is no record to
+	 * write at all: said, and that part left out */
+	path(p, "%s/plain-record", top);
+	int sharable = nc_shared_publish(p, -1, 0, 0, why, sizeof(why)) == 0;
 	unlink(p);
+	const char *emu = getenv("NC_TEST_RUN");
+	if (!sharable && emu && emu[0]) {
+		nc_skip_note("emulator", "no shared record here (%s): its writer not tried", why);
+	} else {
+		if (!sharable)
+			fail_msg("no shared record can be written: %s", why);
+		path(p, "%s/evil/record", pub);
+		errno = 0;
+		assert_int_equal(nc_shared_publish(p, -1, 0, 0, why, sizeof(why)), NC_ESYS);
+		assert_int_equal(errno, ELOOP);
+		if (!strstr(why, "not followed"))
+			fail_msg("shared record: \"%s\"", why);
+		assert_int_equal(entries(prey), 0);
+		path(p, "%s/own/record", pub);
+		int rc = nc_shared_publish(p, -1, 0, 0, why, sizeof(why));
+		if (rc != 0)
+			fail_msg("shared record through this user's link: %d %s", rc, why);
+		assert_int_equal(entries(prey), 1);
+		unlink(p);
+	}
 
 	/* the ClockBound segment */
 	struct nc__clockbound_out o = {.as_of_ns = 1, .void_ns = 2, .bound_ns = 1000, .status = 1};

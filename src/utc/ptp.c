@@ -33,6 +33,7 @@
 #include "utc.h"
 #include "../base/fmt.h"
 #include "../counter/counter.h"
+#include "../rate/rate.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -266,7 +267,7 @@ static struct {
 	uint16_t seq0;
 	int outstanding;
 	uint64_t sent_tick;
-	int64_t sent_raw;
+	int64_t sent_raw, sent_real;
 	uint32_t stir;
 	struct nc__ptp_figs figs;
 	int at_exit;
@@ -382,6 +383,7 @@ static void send_requests(void) NC_REQUIRES(nc__lib_lock)
 	memset(&pt.figs, 0, sizeof(pt.figs));
 	pt.sent_tick = nc__counter_read();
 	pt.sent_raw = nc__ref.raw();
+	pt.sent_real = nc__ref.real();
 	pt.outstanding = 1;
 	for (int q = 0; q < NC__PTP_NQ; q++) {
 		unsigned char req[HDR_LEN + 6 + 64];
@@ -433,7 +435,15 @@ static int take_replies(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__l
 			continue; /* more to come (TIME_STATUS_NP is answered last) */
 		pt.outstanding = 0;
 		(void)nc__utc_ptp_fix(&pt.figs, nc__ref.real(), f);
+		/* the figures held when ptp4l measured, up to a sync interval
+		 * (or, its master silent, much longer) before they were asked
+		 * for: dated then, so that the bound grows from then and the
+		 * freshness runs from then */
+		double age = (double)(pt.sent_real - f->as_of_ns);
+		double ns_tick = 1e9 / nc__rate_true_hz();
 		f->q_tick = pt.sent_tick;
+		if (f->status != NC_UTC_UNKNOWN && age > 0)
+			f->q_tick -= (uint64_t)(age / ns_tick + 1);
 		return 1;
 	}
 }

@@ -216,7 +216,7 @@ static void case_ptp_decode(const char *arg)
 }
 
 /* ---- a ptp4l of the test's own ---- */
-enum { P_GOOD, P_SILENT, P_FLOOD, P_LISTENING, P_NO_GM, P_HARDWARE, P_REFUSED, P_TRUNCATED };
+enum { P_GOOD, P_SILENT, P_FLOOD, P_LISTENING, P_NO_GM, P_HARDWARE, P_REFUSED, P_TRUNCATED, P_STALE };
 /* mode, offset_ns, answered and stop: atomics (the test and the thread) */
 static struct {
 	int fd;
@@ -254,6 +254,8 @@ static void *fake_ptp4l(void *arg)
 		g.port_state = mode == P_LISTENING ? 4 : 9;
 		g.gm_present = mode != P_NO_GM;
 		g.timestamping = mode == P_HARDWARE;
+		if (mode == P_STALE)
+			g.ingress_ns -= 10000000000ll; /* its last measurement 10 s ago */
 		if (mode == P_SILENT)
 			continue;
 		size_t m = ptp_answer(out, id, seq, &g);
@@ -414,6 +416,33 @@ static void case_ptp_turns_bad(const char *arg)
 	fprintf(stderr, "case: mode %d: %s: %s\n", mode, nc_utc_status_name(s.status), s.why);
 	if (mode == P_HARDWARE)
 		CHECK(s.status == NC_UTC_UNKNOWN && strstr(s.why, "hardware"));
+	nc_utc_stop();
+	unlink(pf.path);
+}
+
+/* ptp4l's last measurement 10 s old (its master fell silent, and the
+ * port has not left SLAVE yet): the bound held then, so it has grown at
+ * the drift since, and figures that old are not fresh: free-running */
+static void case_ptp_stale_measurement(const char *arg)
+{
+	(void)arg;
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", "50", 1);
+	start_ptp4l(P_STALE, 1000000);
+	(void)nc_utc_start();
+	struct nc_utc_status s;
+	(void)status_after(0.3, &s);
+	double grown = 1002600 + s.drift_ppm * 1e-6 * 10e9;
+	fprintf(stderr, "case: %s, age %.3f s, half width %.0f ns (at least %.0f): %s\n",
+		nc_utc_status_name(s.status), s.age_s, s.half_width_ns, grown, s.why);
+	CHECK(s.status == NC_UTC_FREE_RUNNING && s.source == NC_UTC_SRC_PTP);
+	CHECK(s.age_s >= 10 && s.half_width_ns >= grown);
+	for (int i = 0; i < 100; i++) {
+		struct nc_utc u;
+		int64_t a = real_ns();
+		CHECK(nc_utc_now(&u) == NC_UTC_FREE_RUNNING);
+		int64_t b = real_ns();
+		check_holds(&u, a, b, -1000000);
+	}
 	nc_utc_stop();
 	unlink(pf.path);
 }
@@ -615,6 +644,7 @@ static const struct child_case cases[] = {
 	{"ptp_turns_hardware", case_ptp_turns_bad, "5", NULL, NULL},
 	{"ptp_turns_refused", case_ptp_turns_bad, "6", NULL, NULL},
 	{"ptp_turns_truncated", case_ptp_turns_bad, "7", NULL, NULL},
+	{"ptp_stale_measurement", case_ptp_stale_measurement, NULL, NULL, NULL},
 	{"ptp_absent", case_ptp_absent, NULL, NULL, NULL},
 	{"ptp_clockbound_daemon", case_ptp_clockbound_daemon, NULL, NULL, NULL},
 	{"ptp_real_pair", case_ptp_real_pair, NULL, NULL, NULL},

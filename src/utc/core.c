@@ -61,7 +61,7 @@ static struct {
 					       figures were taken: added until figures taken
 					       after them come */
 	uint64_t step_tick;                 /* the counter at the latest such step */
-	char last_why[200];                 /* the latest answer's or failure's reason */
+	char last_why[320];                 /* the latest answer's or failure's reason */
 	double prev_slew_ns;                /* the figures before good's slew */
 	double drift_default, horizon_s, fresh_s;
 	int64_t retry_raw;                  /* auto: when chrony is asked again */
@@ -288,7 +288,7 @@ static void on_wall(int period, double stepped_ns) NC_REQUIRES(nc__lib_lock)
 static int try_source(const struct nc__utc_source *s, const char *arg, int keep)
 	NC_REQUIRES(nc__lib_lock)
 {
-	char why[200];
+	char why[320];
 	if (s->open(arg, why, sizeof(why)) != 0) {
 		say(u.chosen, sizeof(u.chosen), "%s%s: %s", s->name, why);
 		return 0;

@@ -4,7 +4,8 @@
  * /var/run/ptp4l by default, root's: mode 0660), with the management
  * messages of IEEE 1588 that `pmc` sends: GET PORT_DATA_SET (each port's
  * state), PORT_PROPERTIES_NP (its time stamping), CURRENT_DATA_SET (the
- * mean path delay), PARENT_DATA_SET (the grandmaster's stated accuracy) and
+ * mean path delay), PARENT_DATA_SET (the grandmaster's stated accuracy),
+ * TIME_PROPERTIES_DATA_SET (its timescale and UTC offset) and
  * TIME_STATUS_NP (the last offset from the master and when it was
  * measured, and whether a grandmaster is present).
  *
@@ -16,12 +17,22 @@
  * from then at the drift assumed.  A port in SLAVE or UNCALIBRATED (the
  * servo not locked, or ptp4l told not to steer the clock: free_running)
  * with a grandmaster present is enough: the bound is the measurement, not
- * the servo's work.  Anything else gives no bound: no port following a
- * master, no grandmaster, hardware time stamping (ptp4l then measures a
- * PTP hardware clock, and the system clock's offset from that clock is
- * not read here yet), a reply refused or implausible.  "Synchronised" is
- * to the grandmaster's time: a grandmaster that is not traceable to UTC
- * (its clock class says so) is named in the reason.
+ * the servo's work.
+ *
+ * Where ptp4l time-stamps in hardware, the offset is of a PTP hardware
+ * clock (PHC), not of the system clock.  Whatever steers the system clock
+ * from the PHC (phc2sys, chrony), phc.c reads the system clock against the
+ * PHC at each answer, and that offset and half its reading's bracket are
+ * added.  The PHC keeps the grandmaster's timescale: PTP's (TAI, from
+ * which currentUtcOffset is taken to reach UTC, as phc2sys does) or an
+ * arbitrary one (taken as it is, as phc2sys does; named in the reason).
+ * The measurement's time is the PHC's then, brought to CLOCK_REALTIME's by
+ * the offset read.
+ *
+ * Anything else gives no bound: no port following a master, no
+ * grandmaster, a PHC that cannot be read, a reply refused or implausible.
+ * "Synchronised" is to the grandmaster's time: a grandmaster that is not
+ * traceable to UTC (its clock class says so) is named in the reason.
  *
  * The exchange never waits inside a refresh, as for chrony: each refresh
  * takes the answers to the requests the previous one sent and sends the
@@ -55,6 +66,9 @@
 #define ACTION_RESPONSE 2
 #define PORT_UNCALIBRATED 8
 #define PORT_SLAVE 9
+#define TF_LEAP 0x03          /* TIME_PROPERTIES flags: leap61, leap59 */
+#define TF_UTC_VALID 0x04     /* currentUtcOffsetValid */
+#define TF_PTP_TIMESCALE 0x08 /* ptpTimescale */
 #define MAX_OFFSET_NS 1e12 /* 1000 s: more is no measurement */
 #define MAX_DELAY_NS 1e9
 
@@ -69,7 +83,7 @@ static const struct {
 } ask_of[NC__PTP_NQ] = {
 	{0x2004, 26, 26, "PORT_DATA_SET"},    {0xc004, 12, 0, "PORT_PROPERTIES_NP"},
 	{0x2001, 18, 18, "CURRENT_DATA_SET"}, {0x2002, 32, 32, "PARENT_DATA_SET"},
-	{0xc000, 50, 50, "TIME_STATUS_NP"},
+	{0x2003, 4, 4, "TIME_PROPERTIES_DATA_SET"}, {0xc000, 50, 50, "TIME_STATUS_NP"},
 };
 
 static unsigned be16(const unsigned char *p) { return (unsigned)p[0] << 8 | p[1]; }
@@ -167,9 +181,20 @@ int nc__utc_ptp_take(struct nc__ptp_figs *g, const unsigned char *p, size_t n, u
 			g->port_state = d[10] ? d[10] : 0xff;
 		break;
 	case NC__PTP_PROPS:
-		/* the port following the master's, else the first's */
-		if (d[10] == PORT_SLAVE || d[10] == PORT_UNCALIBRATED || !g->got_props)
+		/* the port following the master's, else the first's; its
+		 * interface, a PTPText (a length, then that many bytes) */
+		if (dl < 13u + d[12]) {
+			nc__fmt(why, len, "an interface name of %u bytes in %zu", d[12], dl);
+			return -1;
+		}
+		if (d[10] == PORT_SLAVE || d[10] == PORT_UNCALIBRATED || !g->got_props) {
 			g->timestamping = d[11];
+			size_t il = d[12] < sizeof(g->iface) - 1 ? d[12] : 0; /* too long: none */
+			memcpy(g->iface, d + 13, il);
+			g->iface[il] = 0;
+			if (strlen(g->iface) != il)
+				g->iface[0] = 0; /* a NUL inside: none */
+		}
 		g->got_props = 1;
 		break;
 	case NC__PTP_CURRENT:
@@ -181,6 +206,10 @@ int nc__utc_ptp_take(struct nc__ptp_figs *g, const unsigned char *p, size_t n, u
 		g->gm_class = d[19]; /* grandmasterClockQuality, after priority1 */
 		g->gm_accuracy = d[20];
 		memcpy(g->gm_id, d + 24, 8);
+		break;
+	case NC__PTP_TIMEPROPS:
+		g->utc_offset = (int16_t)be16(d);
+		g->time_flags = d[2];
 		break;
 	case NC__PTP_STATUS:
 		g->offset_ns = (double)(int64_t)be64(d);
@@ -199,7 +228,8 @@ static const char *port_name(unsigned s)
 	return s < sizeof(n) / sizeof(n[0]) ? n[s] : "unknown";
 }
 
-int nc__utc_ptp_fix(const struct nc__ptp_figs *g, int64_t now_real_ns, struct nc__utc_fix *f)
+int nc__utc_ptp_fix(const struct nc__ptp_figs *g, const struct nc__phc_meas *m,
+		    int64_t now_real_ns, struct nc__utc_fix *f)
 {
 	memset(f, 0, sizeof(*f));
 	f->status = NC_UTC_UNKNOWN;
@@ -217,21 +247,40 @@ int nc__utc_ptp_fix(const struct nc__ptp_figs *g, int64_t now_real_ns, struct nc
 		nc__fmt(f->why, sizeof(f->why), "ptp4l has no grandmaster");
 		return 0;
 	}
+	/* the system clock's offset from the clock ptp4l measured (0: the
+	 * same clock), and the measurement's time on CLOCK_REALTIME */
+	double sys = 0, sys_half = 0;
+	int64_t as_of = g->ingress_ns;
+	const char *bad = NULL;
 	if (g->timestamping != 0) {
-		/* its figures are about another clock: none of them holds */
-		f->drop = 1;
-		nc__fmt(f->why, sizeof(f->why), "ptp4l time-stamps in hardware: it measures a PTP "
-			"hardware clock, and the system clock's offset from that clock is not read yet");
-		return 0;
+		if (!m || m->why[0]) {
+			nc__fmt(f->why, sizeof(f->why), "ptp4l time-stamps in hardware on %s, and its "
+				"PTP hardware clock was not read: %s", g->iface[0] ? g->iface : "a port",
+				m ? m->why : "not asked");
+			return 0;
+		}
+		int scale_ptp = (g->time_flags & TF_PTP_TIMESCALE) != 0;
+		if (scale_ptp && (g->utc_offset < 0 || g->utc_offset > 1000))
+			bad = "a UTC offset out of range";
+		/* PTP's timescale is TAI: UTC is currentUtcOffset seconds behind */
+		sys = m->off_ns + (scale_ptp ? g->utc_offset * 1e9 : 0);
+		sys_half = m->half_ns;
+		as_of = g->ingress_ns + (int64_t)m->off_ns;
+		if (!bad && !(fabs(sys) <= MAX_OFFSET_NS)) {
+			nc__fmt(f->why, sizeof(f->why), "the system clock is %.0f s from %s (%s): "
+				"nothing steers it from that PTP hardware clock", sys / 1e9, m->dev, g->iface);
+			return 0;
+		}
 	}
 	double acc = accuracy_ns(g->gm_accuracy);
-	double bound = fabs(g->offset_ns) + g->delay_ns + acc;
-	const char *bad = NULL;
-	if (!(fabs(g->offset_ns) <= MAX_OFFSET_NS) || !(g->delay_ns >= 0 && g->delay_ns <= MAX_DELAY_NS))
+	double bound = fabs(g->offset_ns) + g->delay_ns + acc + fabs(sys) + sys_half;
+	if (bad)
+		;
+	else if (!(fabs(g->offset_ns) <= MAX_OFFSET_NS) || !(g->delay_ns >= 0 && g->delay_ns <= MAX_DELAY_NS))
 		bad = "an offset or path delay out of range";
 	else if (!isfinite(acc))
 		bad = "a grandmaster stating an accuracy beyond 10 s";
-	else if (g->ingress_ns <= 0 || (double)(g->ingress_ns - now_real_ns) > bound + 1e9)
+	else if (g->ingress_ns <= 0 || (double)(as_of - now_real_ns) > bound + 1e9)
 		bad = "a measurement time in the future";
 	else if (!(bound > 0))
 		bad = "a bound of 0";
@@ -241,17 +290,25 @@ int nc__utc_ptp_fix(const struct nc__ptp_figs *g, int64_t now_real_ns, struct nc
 	}
 	f->status = NC_UTC_SYNCHRONISED;
 	f->bound_ns = bound;
-	f->slew_ns = fabs(g->offset_ns); /* what the servo may still steer the clock by */
-	f->as_of_ns = g->ingress_ns;
-	char accs[40];
+	/* what the servos may still steer the clock by: ptp4l's, and what
+	 * steers the system clock from the PHC */
+	f->slew_ns = fabs(g->offset_ns) + fabs(sys);
+	f->as_of_ns = as_of;
+	char accs[40], hw[150] = "";
 	if (acc > 0)
 		nc__fmt(accs, sizeof(accs), "accuracy %.0f ns", acc);
 	else
 		nc__fmt(accs, sizeof(accs), "accuracy not stated");
-	nc__fmt(f->why, sizeof(f->why), "ptp4l: port %s, offset %+.0f ns, path delay %.0f ns, "
-		"%u step%s from a grandmaster of class %u%s (%s)", port_name(g->port_state),
+	if (g->timestamping != 0)
+		nc__fmt(hw, sizeof(hw), "; %s (%s, %s%s%s): the system clock %+.0f ns from it, +-%.0f",
+			m->dev, g->iface, g->time_flags & TF_PTP_TIMESCALE ? "TAI" : "arbitrary timescale",
+			(g->time_flags & (TF_PTP_TIMESCALE | TF_UTC_VALID)) == TF_PTP_TIMESCALE
+				? ", UTC offset not marked valid" : "",
+			g->time_flags & TF_LEAP ? ", leap second announced" : "", sys, sys_half);
+	nc__fmt(f->why, sizeof(f->why), "ptp4l: port %s, offset %+.0f ns, path delay %.0f ns, %u "
+		"step%s from a grandmaster of class %u%s (%s)%s", port_name(g->port_state),
 		g->offset_ns, g->delay_ns, g->steps_removed, g->steps_removed == 1 ? "" : "s",
-		g->gm_class, g->gm_class >= 187 ? ", not traceable to UTC" : "", accs);
+		g->gm_class, g->gm_class >= 187 ? ", not traceable to UTC" : "", accs, hw);
 	return 0;
 }
 
@@ -434,7 +491,11 @@ static int take_replies(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__l
 		if (!(pt.figs.got & (1u << NC__PTP_STATUS)))
 			continue; /* more to come (TIME_STATUS_NP is answered last) */
 		pt.outstanding = 0;
-		(void)nc__utc_ptp_fix(&pt.figs, nc__ref.real(), f);
+		struct nc__phc_meas m;
+		int hw = pt.figs.timestamping != 0;
+		if (hw)
+			(void)nc__utc_phc_measure(pt.figs.iface, &m);
+		(void)nc__utc_ptp_fix(&pt.figs, hw ? &m : NULL, nc__ref.real(), f);
 		/* the figures held when ptp4l measured, up to a sync interval
 		 * (or, its master silent, much longer) before they were asked
 		 * for: dated then, so that the bound grows from then and the
@@ -495,6 +556,7 @@ static void pt_close(void) NC_REQUIRES(nc__lib_lock)
 	pt.fd = -1;
 	pt.outstanding = 0;
 	unbind();
+	nc__utc_phc_close();
 }
 
 static void pt_where(char *out, size_t len) NC_REQUIRES(nc__lib_lock)

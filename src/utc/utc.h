@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Bounds on UTC (src/utc/): the machine's time sources behind one small
- * interface, one file each (adjtimex.c, chrony.c), and core.c, which
- * chooses one, asks it at each refresh of nc_unix_ns's tie and publishes
+ * interface, one file each (adjtimex.c, chrony.c, ...; phc.c reads a PTP
+ * hardware clock for ptp.c), and core.c, which chooses one, asks it at each refresh of nc_unix_ns's tie and publishes
  * the bound beside the tie's epoch for nc_utc_now (nanoclock_impl.h).
  * Its place in the layers, and what a new source must provide:
  * docs/architecture.md.  core.c owns the state, guarded by nc__lib_lock. */
@@ -39,7 +39,7 @@ struct nc__utc_fix {
 	uint64_t watch_addr, watch_val; /* a word the fast path watches (VMClock's
 				disruption marker): 0, or its address and value */
 	uint64_t q_tick;     /* a counter value at or before the moment they held */
-	char why[200];       /* unknown: why; else a short description */
+	char why[320];       /* unknown: why; else a short description */
 };
 
 /* Each source's state is guarded by nc__lib_lock: core.c calls these with
@@ -80,12 +80,23 @@ NC_HIDDEN extern const struct nc__utc_source nc__utc_ptp;
 
 /* ptp.c: what ptp4l's answers to one exchange said (pure: the tests build
  * answers and check the bound) */
-enum { NC__PTP_PORT, NC__PTP_PROPS, NC__PTP_CURRENT, NC__PTP_PARENT, NC__PTP_STATUS, NC__PTP_NQ };
+enum {
+	NC__PTP_PORT,
+	NC__PTP_PROPS,
+	NC__PTP_CURRENT,
+	NC__PTP_PARENT,
+	NC__PTP_TIMEPROPS,
+	NC__PTP_STATUS,
+	NC__PTP_NQ
+};
 struct nc__ptp_figs {
 	unsigned got;          /* the answers in, a bit each */
 	unsigned port_state;   /* the best port's: SLAVE, else UNCALIBRATED, else the first's */
 	int got_props;
 	unsigned timestamping; /* that port's: 0 software */
+	char iface[17];        /* ... and its interface */
+	int utc_offset;        /* TIME_PROPERTIES_DATA_SET's currentUtcOffset (s) ... */
+	unsigned time_flags;   /* ... and flags (bit 2 offset valid, bit 3 PTP timescale) */
 	unsigned steps_removed;
 	double offset_cur_ns, delay_ns; /* CURRENT_DATA_SET's */
 	unsigned gm_class, gm_accuracy;
@@ -101,9 +112,33 @@ NC_HIDDEN size_t nc__utc_ptp_request(unsigned char *p, size_t len, int q, uint16
  * into *g: 0; 1 another exchange's (ignored); -1 refused, with why */
 NC_HIDDEN int nc__utc_ptp_take(struct nc__ptp_figs *g, const unsigned char *p, size_t n,
 			       uint16_t seq0, char *why, size_t len);
-/* The fix the answers give (0, or -1 when refused: f->why says why) */
-NC_HIDDEN int nc__utc_ptp_fix(const struct nc__ptp_figs *g, int64_t now_real_ns,
-			      struct nc__utc_fix *f);
+/* phc.c: the system clock read against a PTP hardware clock */
+struct nc__phc_meas {
+	char dev[80];     /* the PHC's device, /dev/ptpN */
+	double off_ns;    /* CLOCK_REALTIME - the PHC, at the reading ... */
+	double half_ns;   /* ... within this (half the bracket of system reads) */
+	int64_t at_ns;    /* CLOCK_REALTIME then */
+	int samples;
+	const char *how;  /* the ioctl that gave them */
+	char why[160];    /* why there is no reading */
+};
+/* Pure: the narrowest of n readings (CLOCK_REALTIME before, the PHC,
+ * CLOCK_REALTIME after; ns) into *m: 0, or -1 with m->why */
+NC_HIDDEN int nc__utc_phc_pick(const int64_t (*s)[3], int n, struct nc__phc_meas *m);
+/* The PHC interface iface time-stamps with, read: 0, or -1 with m->why */
+NC_HIDDEN int nc__utc_phc_measure(const char *iface, struct nc__phc_meas *m)
+	NC_REQUIRES(nc__lib_lock);
+NC_HIDDEN void nc__utc_phc_close(void) NC_REQUIRES(nc__lib_lock);
+/* Tests: a stand-in for ioctl() (SIOCETHTOOL on a socket, the PHC's
+ * PTP_SYS_OFFSET_EXTENDED and PTP_SYS_OFFSET) and the folder the PHC's
+ * device is in, where a file the test made stands for it (NULL: ioctl, /dev) */
+NC_HIDDEN void nc__utc_phc_test(int (*fn)(int fd, unsigned long req, void *arg),
+				const char *dev_dir) NC_REQUIRES(nc__lib_lock);
+
+/* The fix the answers give (0, or -1 when refused: f->why says why).  m:
+ * the PHC read when ptp4l time-stamps in hardware (NULL: not read). */
+NC_HIDDEN int nc__utc_ptp_fix(const struct nc__ptp_figs *g, const struct nc__phc_meas *m,
+			      int64_t now_real_ns, struct nc__utc_fix *f);
 
 /* A ClockBound segment (version 2) as the daemon publishes it. */
 struct nc__clockbound_out {

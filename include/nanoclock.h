@@ -267,7 +267,8 @@ struct nc_utc_status {
 	double fresh_s, horizon_s; /* synchronised while the figures are this young;
 				      unknown once they are this old */
 	char source_arg[128];      /* chrony's host:port, ... */
-	char why[256];             /* unknown or free-running: why */
+	char why[256];             /* unknown or free-running: why; synchronised:
+				      what the source's figures said */
 	char chosen[384];          /* how the source was chosen: each one looked at
 				      and why it was or was not used */
 };

@@ -474,6 +474,9 @@ static void info_utc(const struct info_src *s, struct jobj *j)
 	printf("utc source     %s%s%s: %s; fresh for %.0f s, unknown after %.0f s\n",
 	       nc_utc_source_name(us.source), us.source_arg[0] ? " " : "", us.source_arg,
 	       nc_utc_status_name(us.status), us.fresh_s, us.horizon_s);
+	if (us.why[0])
+		printf("               %s %s\n", us.status == NC_UTC_SYNCHRONISED ? "figures:" : "why:",
+		       us.why);
 	printf("               chosen: %s\n", us.chosen);
 }
 

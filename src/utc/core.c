@@ -514,7 +514,9 @@ void nc__utc_status(struct nc_utc_status *st)
 			     u.step_ns + raised;
 		st->drift_ppm = u.good.drift_ppm >= 0 ? u.good.drift_ppm : u.drift_default;
 	}
-	if (r.status != NC_UTC_SYNCHRONISED) {
+	if (r.status == NC_UTC_SYNCHRONISED && u.have_good) {
+		nc__copy(st->why, sizeof(st->why), u.good.why); /* what the source said */
+	} else {
 		const char *why = u.last_why[0] ? u.last_why : r.status == NC_UTC_FREE_RUNNING ?
 			"the source's figures are older than the freshness allowed" : "no source gave a bound";
 		if (r.status == NC_UTC_UNKNOWN && u.have_good)

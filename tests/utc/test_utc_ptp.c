@@ -24,7 +24,8 @@
  *     (ptp4l restarted): followed; its last measurement 10 s old:
  *     free-running, the bound grown since the measurement;
  *   - `nanoclock daemon --clockbound` relays the PTP bound in ClockBound's
- *     layout, and a reader of that segment holds the truth;
+ *     layout, and a reader of that segment holds the truth; `nanoclock
+ *     info` says what ptp4l's figures were;
  *   - a real ptp4l pair (Debian's linuxptp, root): two network namespaces
  *     joined by a veth pair, software time stamping, neither ptp4l
  *     steering the clock (free_running): synchronised through ptp, the
@@ -956,6 +957,14 @@ static void case_ptp_clockbound_daemon(const char *arg)
 	int drc = run_capture(tool, args, NULL, NULL, NULL, out, sizeof(out));
 	fputs(out, stderr);
 	CHECK(drc == 0);
+	/* `nanoclock info` says what ptp4l's figures were (the environment
+	 * names the fake ptp4l) */
+	const char *iargs[] = {"info", NULL};
+	CHECK(run_capture(tool, iargs, NULL, NULL, NULL, out, sizeof(out)) == 0);
+	const char *fig = strstr(out, "figures: ptp4l: port SLAVE, offset +8000000 ns, path delay 2500 ns");
+	if (!fig)
+		fputs(out, stderr);
+	CHECK(fig != NULL);
 	/* the segment, read as ClockBound's PROTOCOL.md lays it out */
 	unsigned char b[80];
 	int fd = open(seg, O_RDONLY);

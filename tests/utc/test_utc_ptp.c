@@ -30,7 +30,9 @@
  *     joined by a veth pair, software time stamping, neither ptp4l
  *     steering the clock (free_running): synchronised through ptp, the
  *     half width at least the offset ptp4l measured and at most 1 ms; the
- *     master killed, not synchronised within 15 s. */
+ *     master killed, not synchronised within 15 s; the master started
+ *     again, then the slave's ptp4l restarted: synchronised again by
+ *     figures measured after each. */
 #include "utc_fixtures.h"
 
 #include <linux/ethtool.h>
@@ -928,6 +930,32 @@ static void case_ptp_real_pair(const char *arg)
 		fprintf(stderr, "case: the master killed: %s after %.1f s: %s\n", nc_utc_status_name(s.status),
 			(double)(real_ns() - killed) / 1e9, s.why);
 	}
+	/* the master started again, then the slave's ptp4l restarted (its
+	 * socket made anew): synchronised again each time, by figures
+	 * measured after the restart */
+	int back = 0;
+	for (int which = 0; which < 2 && gone; which++) {
+		const char *role = which == 0 ? "master" : "slave";
+		const char *ns = which == 0 ? ns_a : ns_b;
+		char pre[128] = "";
+		if (which == 1)
+			snprintf(pre, sizeof(pre), "kill $(cat %s/slave.pid); sleep 0.5;", dir);
+		snprintf(cmd, sizeof(cmd),
+			 "%s ip netns exec %s ptp4l -f %s/%s.cfg -i vp%c%d >> %s/%s.log 2>&1 & echo $! > %s/%s.pid",
+			 pre, ns, dir, role, which == 0 ? 'a' : 'b', (int)getpid() % 10000, dir, role, dir,
+			 role);
+		CHECK(sh_ok(cmd));
+		int64_t started = real_ns();
+		end = started + 30000000000ll;
+		back = 0;
+		while (real_ns() < end && !back)
+			back = status_after(0.5, &s) == NC_UTC_SYNCHRONISED && s.as_of_ns > started;
+		fprintf(stderr, "case: the %s restarted: %s after %.1f s, half width %.0f ns: %s\n", role,
+			nc_utc_status_name(s.status), (double)(real_ns() - started) / 1e9, s.half_width_ns,
+			s.why);
+		if (!back)
+			break;
+	}
 	nc_utc_stop();
 	snprintf(cmd, sizeof(cmd),
 		 "kill $(cat %s/master.pid %s/slave.pid) 2>/dev/null; sleep 0.3; ip netns del %s; ip netns del %s;"
@@ -936,6 +964,7 @@ static void case_ptp_real_pair(const char *arg)
 	(void)system(cmd);
 	CHECK(ok);
 	CHECK(gone);
+	CHECK(back);
 }
 
 /* `nanoclock daemon --clockbound` relays the PTP bound: the segment it

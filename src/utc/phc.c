@@ -57,7 +57,8 @@ static struct {
 /* a PHC's or the system's reading in ns; -1 for one no clock gives */
 static int clock_ns(const struct ptp_clock_time *t, int64_t *ns)
 {
-	if (t->sec < 0 || t->sec >= 10000000000ll || t->nsec >= 1000000000u)
+	/* (to 2106: its ns, and any two's difference, fit in 64 bits) */
+	if (t->sec < 0 || t->sec >= 4294967296ll || t->nsec >= 1000000000u)
 		return -1;
 	*ns = (int64_t)t->sec * 1000000000 + t->nsec;
 	return 0;

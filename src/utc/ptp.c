@@ -265,12 +265,14 @@ int nc__utc_ptp_fix(const struct nc__ptp_figs *g, const struct nc__phc_meas *m,
 		/* PTP's timescale is TAI: UTC is currentUtcOffset seconds behind */
 		sys = m->off_ns + (scale_ptp ? g->utc_offset * 1e9 : 0);
 		sys_half = m->half_ns;
-		as_of = g->ingress_ns + (int64_t)m->off_ns;
 		if (!bad && !(fabs(sys) <= MAX_OFFSET_NS)) {
 			nc__fmt(f->why, sizeof(f->why), "the system clock is %.0f s from %s (%s): "
 				"nothing steers it from that PTP hardware clock", sys / 1e9, m->dev, g->iface);
 			return 0;
 		}
+		/* (|off_ns| is at most 2,000 s here: no overflow below) */
+		if (!bad && g->ingress_ns > 0 && g->ingress_ns < INT64_MAX / 2)
+			as_of = g->ingress_ns + (int64_t)m->off_ns;
 	}
 	double acc = accuracy_ns(g->gm_accuracy);
 	double bound = fabs(g->offset_ns) + g->delay_ns + acc + fabs(sys) + sys_half;
@@ -280,7 +282,7 @@ int nc__utc_ptp_fix(const struct nc__ptp_figs *g, const struct nc__phc_meas *m,
 		bad = "an offset or path delay out of range";
 	else if (!isfinite(acc))
 		bad = "a grandmaster stating an accuracy beyond 10 s";
-	else if (g->ingress_ns <= 0 || (double)(as_of - now_real_ns) > bound + 1e9)
+	else if (g->ingress_ns <= 0 || as_of <= 0 || (double)(as_of - now_real_ns) > bound + 1e9)
 		bad = "a measurement time in the future";
 	else if (!(bound > 0))
 		bad = "a bound of 0";

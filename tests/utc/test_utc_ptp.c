@@ -319,8 +319,13 @@ static void case_phc_decode(const char *arg)
 	m.off_ns = -(double)TAI;
 	g.ingress_ns += 10000000000ll;
 	CHECK(decode_all_phc(&g, &m, &f, why, sizeof(why)) == -1 && strstr(f.why, "future"));
+	/* a measurement time past what the PHC's offset can be added to
+	 * (the sum would overflow): refused as well */
+	int64_t ing = g.ingress_ns;
+	g.ingress_ns = INT64_MAX - 5;
+	CHECK(decode_all_phc(&g, &m, &f, why, sizeof(why)) == -1 && strstr(f.why, "future"));
 	/* the PHC not read: no bound, with the reason */
-	g.ingress_ns -= 10000000000ll;
+	g.ingress_ns = ing - 10000000000ll;
 	snprintf(m.why, sizeof(m.why), "/dev/ptp3: permission denied");
 	CHECK(decode_all_phc(&g, &m, &f, why, sizeof(why)) == 0 && f.status == NC_UTC_UNKNOWN &&
 	      strstr(f.why, "hardware on v0") && strstr(f.why, "permission denied"));

@@ -165,24 +165,6 @@ static int same(const struct stat *a, const struct stat *b)
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
-/* What a stat describes, for a message */
-static const char *kind_of(const struct stat *st, char *buf, size_t len)
-{
-	switch (st->st_mode & S_IFMT) {
-	case S_IFREG: return "a file";
-	case S_IFDIR: return "a directory";
-	case S_IFLNK: return "a symbolic link";
-	case S_IFIFO: return "a FIFO";
-	case S_IFSOCK: return "a socket";
-	case S_IFBLK:
-	case S_IFCHR:
-		snprintf(buf, len, "a %s device (%u:%u)", S_ISBLK(st->st_mode) ? "block" : "character",
-			 major(st->st_rdev), minor(st->st_rdev));
-		return buf;
-	default: return "something of an unknown kind";
-	}
-}
-
 /* A symbolic link's target, printable, for a message */
 static void link_target(const char *path, char *buf, size_t len)
 {
@@ -305,9 +287,9 @@ static int look(const char *path, tool_out_ours_fn *ours, struct stat *st, int *
 			close(fd);
 	} else if (S_ISCHR(st->st_mode) && !is_null(st->st_rdev) && !is_terminal(st->st_rdev)) {
 		say(why, whylen, "%s: %s, not the null device or a terminal; left alone", path,
-		    kind_of(st, k, sizeof(k)));
+		    nc__stat_kind(st, k, sizeof(k)));
 	} else if ((S_ISCHR(st->st_mode) || S_ISFIFO(st->st_mode)) && !wfd) {
-		say(why, whylen, "%s: %s; left alone", path, kind_of(st, k, sizeof(k)));
+		say(why, whylen, "%s: %s; left alone", path, nc__stat_kind(st, k, sizeof(k)));
 	} else if (S_ISCHR(st->st_mode) || S_ISFIFO(st->st_mode)) {
 		/* O_NONBLOCK: a FIFO with no reader fails at once (ENXIO) instead
 		 * of waiting, a serial line does not wait for its carrier */
@@ -324,7 +306,7 @@ static int look(const char *path, tool_out_ours_fn *ours, struct stat *st, int *
 			r = AT_IN_PLACE;
 		}
 	} else {
-		say(why, whylen, "%s: %s; left alone", path, kind_of(st, k, sizeof(k)));
+		say(why, whylen, "%s: %s; left alone", path, nc__stat_kind(st, k, sizeof(k)));
 	}
 	close(pfd);
 	return r;
@@ -525,7 +507,7 @@ static int look_dir(const char *path, struct stat *st, char *why, size_t whylen)
 		link_target(path, t, sizeof(t));
 		say(why, whylen, "%s: a symbolic link (to %s), not followed; left alone", path, t);
 	} else if (!S_ISDIR(st->st_mode)) {
-		say(why, whylen, "%s: %s, not a directory; left alone", path, kind_of(st, k, sizeof(k)));
+		say(why, whylen, "%s: %s, not a directory; left alone", path, nc__stat_kind(st, k, sizeof(k)));
 	} else if (st->st_uid != geteuid()) {
 		say(why, whylen, "%s: a directory of another user (uid %u); left alone", path,
 		    (unsigned)st->st_uid);

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define WAY_MAX 1024
@@ -232,4 +233,21 @@ int nc__rename2(int fromdir, const char *from, int todir, const char *to, unsign
 	errno = ENOSYS;
 	return -1;
 #endif
+}
+
+const char *nc__stat_kind(const struct stat *st, char *buf, size_t len)
+{
+	switch (st->st_mode & S_IFMT) {
+	case S_IFREG: return "a file";
+	case S_IFDIR: return "a directory";
+	case S_IFLNK: return "a symbolic link";
+	case S_IFIFO: return "a FIFO";
+	case S_IFSOCK: return "a socket";
+	case S_IFBLK:
+	case S_IFCHR:
+		nc__fmt(buf, len, "a %s device (%u:%u)", S_ISBLK(st->st_mode) ? "block" : "character",
+			major(st->st_rdev), minor(st->st_rdev));
+		return buf;
+	default: return "something of an unknown kind";
+	}
 }

@@ -46,6 +46,11 @@ NC_HIDDEN int nc__safe_path(const char *path, unsigned flags, char *why, size_t 
  * writer may empty or replace (a hard link would be somebody's other file). */
 NC_HIDDEN int nc__safe_ours(const struct stat *st);
 
+/* What st describes, for a message that says why a writer left it alone:
+ * "a file", "a symbolic link", "a character device (1:3)", ...  (buf
+ * holds a device's text: the result is buf or a constant.) */
+NC_HIDDEN const char *nc__stat_kind(const struct stat *st, char *buf, size_t len);
+
 /* renameat2 by its system call (C libraries before glibc 2.28 lack it);
  * ENOSYS where there is none. */
 NC_HIDDEN int nc__rename2(int fromdir, const char *from, int todir, const char *to,

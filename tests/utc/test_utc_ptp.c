@@ -541,6 +541,19 @@ static int status_after(double s, struct nc_utc_status *st)
 	return st->status;
 }
 
+/* one read from ptp, with a bound holding REALTIME + truth: 1 if it was
+ * free-running */
+static int read_holds(int64_t truth)
+{
+	struct nc_utc u;
+	int64_t a = real_ns();
+	int st = nc_utc_now(&u);
+	int64_t b = real_ns();
+	CHECK((st == NC_UTC_SYNCHRONISED || st == NC_UTC_FREE_RUNNING) && u.source == NC_UTC_SRC_PTP);
+	check_holds(&u, a, b, truth);
+	return st == NC_UTC_FREE_RUNNING;
+}
+
 static void case_ptp_fake_good(const char *arg)
 {
 	(void)arg;
@@ -550,13 +563,7 @@ static void case_ptp_fake_good(const char *arg)
 	CHECK(nc_utc_start() == 0);
 	int free_running = 0;
 	for (int i = 0; i < 2000; i++) {
-		struct nc_utc u;
-		int64_t a = real_ns();
-		int st = nc_utc_now(&u);
-		int64_t b = real_ns();
-		CHECK((st == NC_UTC_SYNCHRONISED || st == NC_UTC_FREE_RUNNING) && u.source == NC_UTC_SRC_PTP);
-		free_running += st == NC_UTC_FREE_RUNNING;
-		check_holds(&u, a, b, -8000000);
+		free_running += read_holds(-8000000);
 		if (i % 100 == 0) {
 			struct nc_utc_status s;
 			CHECK(nc_get_utc_status(&s) == 0);
@@ -713,13 +720,7 @@ static int phc_reads_hold(int n, int64_t truth)
 {
 	int free_running = 0;
 	for (int i = 0; i < n; i++) {
-		struct nc_utc u;
-		int64_t a = real_ns();
-		int st = nc_utc_now(&u);
-		int64_t b = real_ns();
-		CHECK((st == NC_UTC_SYNCHRONISED || st == NC_UTC_FREE_RUNNING) && u.source == NC_UTC_SRC_PTP);
-		free_running += st == NC_UTC_FREE_RUNNING;
-		check_holds(&u, a, b, truth);
+		free_running += read_holds(truth);
 		usleep(1000);
 	}
 	return free_running;

@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -46,24 +45,6 @@ int plot_fail(const char *fmt, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 	return -1;
-}
-
-/* What a stat describes, for a message */
-static const char *kind_of(const struct stat *st, char *buf, size_t len)
-{
-	switch (st->st_mode & S_IFMT) {
-	case S_IFREG: return "a file";
-	case S_IFDIR: return "a directory";
-	case S_IFLNK: return "a symbolic link";
-	case S_IFIFO: return "a FIFO";
-	case S_IFSOCK: return "a socket";
-	case S_IFBLK:
-	case S_IFCHR:
-		snprintf(buf, len, "a %s device (%u:%u)", S_ISBLK(st->st_mode) ? "block" : "character",
-			 major(st->st_rdev), minor(st->st_rdev));
-		return buf;
-	default: return "something of an unknown kind";
-	}
 }
 
 /* A symbolic link's target (at dirfd/name), printable, for a message */
@@ -89,7 +70,7 @@ int file_ok(const struct pdir *d, const char *name)
 		return plot_fail("%s/%s: a symbolic link (to %s), not followed; left alone", d->name, name,
 				 link_target(d->fd, name, t, sizeof(t)));
 	if (!S_ISREG(st.st_mode))
-		return plot_fail("%s/%s: %s; left alone", d->name, name, kind_of(&st, k, sizeof(k)));
+		return plot_fail("%s/%s: %s; left alone", d->name, name, nc__stat_kind(&st, k, sizeof(k)));
 	if (st.st_uid != geteuid())
 		return plot_fail("%s/%s: a file of another user (uid %u); left alone", d->name, name,
 				 (unsigned)st.st_uid);
@@ -152,7 +133,7 @@ int plot_dir_open(struct pdir *d, const char *dir)
 		return plot_fail("%s: a symbolic link (to %s), not followed; left alone", d->name,
 				 link_target(AT_FDCWD, d->name, t, sizeof(t)));
 	if (!S_ISDIR(st.st_mode))
-		return plot_fail("%s: %s, not a directory; left alone", d->name, kind_of(&st, k, sizeof(k)));
+		return plot_fail("%s: %s, not a directory; left alone", d->name, nc__stat_kind(&st, k, sizeof(k)));
 	d->fd = open(d->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (d->fd < 0 || fstat(d->fd, &st) != 0)
 		return plot_fail("%s: %s", d->name, strerror(errno));

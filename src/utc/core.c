@@ -519,7 +519,13 @@ void nc__utc_status(struct nc_utc_status *st)
 	} else {
 		const char *why = u.last_why[0] ? u.last_why : r.status == NC_UTC_FREE_RUNNING ?
 			"the source's figures are older than the freshness allowed" : "no source gave a bound";
-		if (r.status == NC_UTC_UNKNOWN && u.have_good)
+		if (r.status == NC_UTC_FREE_RUNNING && !u.last_why[0] && u.have_good)
+			/* answers still come, with figures that stopped moving
+			 * (ptp4l's last measurement while its master is silent) */
+			nc__fmt(st->why, sizeof(st->why), "the source's figures are %.1f s old, older than "
+				"the freshness allowed (%.1f s): %s", st->age_s,
+				u.good.fresh_ns > 0 ? u.good.fresh_ns / 1e9 : u.fresh_s, u.good.why);
+		else if (r.status == NC_UTC_UNKNOWN && u.have_good)
 			nc__fmt(st->why, sizeof(st->why), "the last figures are older than the horizon "
 				"(%.0f s)%s%s", u.horizon_s, u.last_why[0] ? ": " : "", u.last_why);
 		else

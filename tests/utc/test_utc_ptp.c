@@ -661,6 +661,7 @@ static void case_ptp_stale_measurement(const char *arg)
 		nc_utc_status_name(s.status), s.age_s, s.half_width_ns, grown, s.why);
 	CHECK(s.status == NC_UTC_FREE_RUNNING && s.source == NC_UTC_SRC_PTP);
 	CHECK(s.age_s >= 10 && s.half_width_ns >= grown);
+	CHECK(strstr(s.why, "s old, older than the freshness allowed") && strstr(s.why, "ptp4l: port SLAVE"));
 	for (int i = 0; i < 100; i++) {
 		struct nc_utc u;
 		int64_t a = real_ns();

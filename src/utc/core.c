@@ -19,8 +19,9 @@
  *           NANOCLOCK_UTC_DRIFT_PPM's) plus the tie's rate uncertainty.
  * Linear in the counter, so the fast path computes it from one latch copy
  * (nanoclock_impl.h) with a multiply.  The source's figures stay good for
- * fresh_s after they were asked for (synchronised), then the read says
- * free-running; past horizon_s it says unknown.  An answer without a bound
+ * fresh_s after they held (q_tick: when they were asked for, or when the
+ * source measured them where it says), then the read says free-running;
+ * past horizon_s it says unknown.  An answer without a bound
  * (the source lost its own, or refused: a bad reply) keeps the last good
  * figures and makes them free-running at once: never a stale figure called
  * fresh, never a narrower interval.
@@ -125,6 +126,17 @@ static uint64_t ticks_left(uint64_t from, uint64_t end)
 	return (int64_t)(end - from) > 0 ? end - from : 0;
 }
 
+/* how long figures stay fresh (s): the source's own figure, else four
+ * refresh periods, or four of the source's own renewals where slower (a
+ * ptp4l measuring once a second, asked ten times a second) */
+static double fresh_of(const struct nc__utc_fix *g) NC_REQUIRES(nc__lib_lock)
+{
+	if (g->fresh_ns > 0)
+		return g->fresh_ns / 1e9;
+	double c = 4 * g->cadence_ns / 1e9;
+	return c > u.fresh_s ? c : u.fresh_s;
+}
+
 static void publish(void) NC_REQUIRES(nc__lib_lock)
 {
 	struct nc__wall_tie ti;
@@ -160,7 +172,7 @@ static void publish(void) NC_REQUIRES(nc__lib_lock)
 		c.as_of_tick = T;
 		c.err0 = err0 < 0x1p62 ? (uint64_t)ceil(err0) : (uint64_t)1 << 62;
 		c.slope = slope < 0x1p15 ? (uint64_t)ceil(slope * 0x1p48) : (uint64_t)1 << 63;
-		double fresh = g->fresh_ns > 0 ? g->fresh_ns / 1e9 : u.fresh_s;
+		double fresh = fresh_of(g);
 		if (fresh > hor)
 			fresh = hor;
 		c.fresh_len = ticks_left(T, g->q_tick + (uint64_t)(fresh * tps));
@@ -194,8 +206,13 @@ static void take(const struct nc__utc_fix *f) NC_REQUIRES(nc__lib_lock)
 		u.prev_slew_ns = 0;
 		nc__copy(u.last_why, sizeof(u.last_why), f->why);
 	} else if (f->status == NC_UTC_SYNCHRONISED || f->status == NC_UTC_FREE_RUNNING) {
-		/* figures asked for after the latest step know of it */
-		if (u.step_ns > 0 && (int64_t)(f->q_tick - u.step_tick) > 0)
+		/* figures that held after the tie followed the latest step
+		 * know of it (where their time came from CLOCK_REALTIME
+		 * differences, a step back may have made it look later by up
+		 * to the step: past that margin) */
+		int64_t after = (int64_t)(f->q_tick - u.step_tick);
+		if (u.step_ns > 0 && after > 0 &&
+		    (!f->q_by_realtime || (double)after * 1e9 / nc__rate_true_hz() > u.step_ns))
 			u.step_ns = 0;
 		u.prev_slew_ns = u.have_good ? u.good.slew_ns : 0;
 		u.good = *f;
@@ -497,7 +514,7 @@ void nc__utc_status(struct nc_utc_status *st)
 	st->half_width_ns = r.status == NC_UTC_SYNCHRONISED || r.status == NC_UTC_FREE_RUNNING
 				    ? (double)(r.latest_ns - r.unix_ns)
 				    : -1;
-	st->fresh_s = u.fresh_s;
+	st->fresh_s = u.have_good ? fresh_of(&u.good) : u.fresh_s;
 	st->horizon_s = u.horizon_s;
 	if (u.src)
 		u.src->where(st->source_arg, sizeof(st->source_arg));
@@ -524,7 +541,7 @@ void nc__utc_status(struct nc_utc_status *st)
 			 * (ptp4l's last measurement while its master is silent) */
 			nc__fmt(st->why, sizeof(st->why), "the source's figures are %.1f s old, older than "
 				"the freshness allowed (%.1f s): %s", st->age_s,
-				u.good.fresh_ns > 0 ? u.good.fresh_ns / 1e9 : u.fresh_s, u.good.why);
+				fresh_of(&u.good), u.good.why);
 		else if (r.status == NC_UTC_UNKNOWN && u.have_good)
 			nc__fmt(st->why, sizeof(st->why), "the last figures are older than the horizon "
 				"(%.0f s)%s%s", u.horizon_s, u.last_why[0] ? ": " : "", u.last_why);
@@ -579,6 +596,6 @@ void nc__utc_clockbound_figures(struct nc__clockbound_out *o)
 	o->bound_ns = (int64_t)ceil(b) + 1;
 	o->drift_ppb = (uint32_t)ceil(d * 1e3);
 	o->void_ns = o->as_of_ns + (int64_t)hor;
-	double fresh = g->fresh_ns > 0 ? g->fresh_ns : u.fresh_s * 1e9;
+	double fresh = fresh_of(g) * 1e9;
 	o->status = u.lost || age > fresh ? 2 : 1;
 }

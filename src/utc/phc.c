@@ -7,10 +7,21 @@
  * nothing at all), its offset from the PHC is measured here, at each of
  * ptp4l's answers, rather than taken from that steering program's word.
  *
- * Which PHC: the one the interface ptp4l names time-stamps with, as the
+ * Which PHC: the one ptp4l says its port uses (PORT_HWCLOCK_NP, linuxptp
+ * 4), else the one the interface ptp4l names time-stamps with, as the
  * kernel's ethtool interface says (SIOCETHTOOL, ETHTOOL_GET_TS_INFO: its
- * phc_index), /dev/ptp<index>.  The interface must be in this process's
+ * phc_index); /dev/ptp<index>.  ptp4l may run on a virtual clock of that
+ * PHC instead (phc_index in its configuration), which only its own answer
+ * tells: without it, a PHC with virtual clocks is refused.  The ethtool
+ * answer is kept for the interface (the call takes the kernel's RTNL lock,
+ * which a driver may hold for long) and asked again when the interface
+ * changes or a reading fails.  The interface must be in this process's
  * network namespace.
+ *
+ * The device is opened for each reading and closed after it: two opens of
+ * one device share its inode, so a descriptor kept between readings could
+ * not be told from one the program opened under the same number after
+ * closing the library's.
  *
  * The reading: PTP_SYS_OFFSET_EXTENDED gives samples of (CLOCK_REALTIME
  * before, the PHC, CLOCK_REALTIME after), the driver reading the PHC as
@@ -27,6 +38,7 @@
  */
 #include "utc.h"
 #include "../base/fmt.h"
+#include "../counter/counter.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,13 +58,11 @@
 static int real_ioctl(int fd, unsigned long req, void *arg) { return ioctl(fd, req, arg); }
 
 static struct {
-	int fd; /* the PHC's device, kept open between answers */
-	dev_t dev;
-	ino_t ino;
-	int index;
+	char iface[IFNAMSIZ]; /* the interface the kernel's answer is for ... */
+	int index;            /* ... its PHC (-1: not asked) */
 	int (*ioctl_fn)(int fd, unsigned long req, void *arg); /* NULL: ioctl */
-	char dir[64]; /* "": /dev */
-} phc NC_GUARDED_BY(nc__lib_lock) = {.fd = -1, .index = -1};
+	char dir[64]; /* "": /dev and /sys/class/ptp */
+} phc NC_GUARDED_BY(nc__lib_lock) = {.index = -1};
 
 /* a PHC's or the system's reading in ns; -1 for one no clock gives */
 static int clock_ns(const struct ptp_clock_time *t, int64_t *ns)
@@ -95,12 +105,14 @@ int nc__utc_phc_pick(const int64_t (*s)[3], int n, struct nc__phc_meas *m)
 }
 
 /* the PHC index the interface time-stamps with: >= 0, or -1 with why */
-static int phc_index(const char *iface, struct nc__phc_meas *m) NC_REQUIRES(nc__lib_lock)
+static int phc_index_of(const char *iface, struct nc__phc_meas *m) NC_REQUIRES(nc__lib_lock)
 {
 	if (!iface[0] || strlen(iface) >= IFNAMSIZ) {
 		nc__fmt(m->why, sizeof(m->why), "ptp4l names no interface it time-stamps on");
 		return -1;
 	}
+	if (phc.index >= 0 && strcmp(phc.iface, iface) == 0)
+		return phc.index;
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s < 0) {
 		nc__fmt(m->why, sizeof(m->why), "no socket to ask which PTP hardware clock %s uses "
@@ -130,90 +142,125 @@ static int phc_index(const char *iface, struct nc__phc_meas *m) NC_REQUIRES(nc__
 		nc__fmt(m->why, sizeof(m->why), "%s has no PTP hardware clock", iface);
 		return -1;
 	}
+	nc__copy(phc.iface, sizeof(phc.iface), iface);
+	phc.index = ti.phc_index;
 	return ti.phc_index;
 }
 
-int nc__utc_phc_measure(const char *iface, struct nc__phc_meas *m)
+/* the virtual clocks made on PHC idx (ptp4l may use one of them): their
+ * number, 0 where the kernel has none (or no such file: before Linux 5.14) */
+static int vclocks(int idx) NC_REQUIRES(nc__lib_lock)
 {
-	NC_LOCK_HELD();
-	memset(m, 0, sizeof(*m));
-	int idx = phc_index(iface, m);
-	if (idx < 0)
-		return -1;
-	nc__fmt(m->dev, sizeof(m->dev), "%s/ptp%d", phc.dir[0] ? phc.dir : "/dev", idx);
-	if (phc.fd >= 0 && (phc.index != idx || !nc__utc_fd_ours(phc.fd, phc.dev, phc.ino))) {
-		if (nc__utc_fd_ours(phc.fd, phc.dev, phc.ino))
-			close(phc.fd);
-		phc.fd = -1; /* (another's now: never closed) */
-	}
-	if (phc.fd < 0) {
-		int fd = open(m->dev, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-		struct stat st;
-		if (fd < 0 || fstat(fd, &st) != 0) {
-			int e = errno;
-			nc__fmt(m->why, sizeof(m->why), "%s: %s", m->dev,
-				e == EACCES ? "permission denied (give this user read access to it)"
-					    : strerror(e));
-			if (fd >= 0)
-				close(fd);
-			return -1;
-		}
-		/* a device, but for the tests' stand-in (a file they made) */
-		if (!S_ISCHR(st.st_mode) && !phc.ioctl_fn) {
-			nc__fmt(m->why, sizeof(m->why), "%s is no device", m->dev);
-			close(fd);
-			return -1;
-		}
-		phc.fd = fd;
-		phc.dev = st.st_dev;
-		phc.ino = st.st_ino;
-		phc.index = idx;
-	}
+	char path[128], buf[16];
+	if (phc.dir[0])
+		nc__fmt(path, sizeof(path), "%s/ptp%d.n_vclocks", phc.dir, idx);
+	else
+		nc__fmt(path, sizeof(path), "/sys/class/ptp/ptp%d/n_vclocks", idx);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	int v = 0;
+	for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9' && v < 100000; i++)
+		v = v * 10 + (buf[i] - '0');
+	return v;
+}
+
+/* one reading of the PHC on fd into s (n samples): 0, or -1 with m->why */
+static int read_phc(int fd, int64_t (*s)[3], int *n, struct nc__phc_meas *m)
+	NC_REQUIRES(nc__lib_lock)
+{
 	int (*fn)(int, unsigned long, void *) = phc.ioctl_fn ? phc.ioctl_fn : real_ioctl;
-	int64_t s[PHC_SAMPLES][3];
-	int n = 0;
 	struct ptp_sys_offset_extended x;
 	memset(&x, 0, sizeof(x));
 	x.n_samples = PHC_SAMPLES;
-	if (fn(phc.fd, PTP_SYS_OFFSET_EXTENDED, &x) == 0) {
+	*n = 0;
+	if (fn(fd, PTP_SYS_OFFSET_EXTENDED, &x) == 0) {
 		m->how = "PTP_SYS_OFFSET_EXTENDED";
-		for (int i = 0; i < PHC_SAMPLES; i++, n++)
+		for (int i = 0; i < PHC_SAMPLES; i++, (*n)++)
 			for (int k = 0; k < 3; k++)
 				if (clock_ns(&x.ts[i][k], &s[i][k]) != 0)
 					s[i][0] = s[i][1] = 0, s[i][2] = -1, k = 3;
-	} else if (errno == EOPNOTSUPP || errno == ENOTTY) {
-		struct ptp_sys_offset y;
-		memset(&y, 0, sizeof(y));
-		y.n_samples = PHC_SAMPLES;
-		if (fn(phc.fd, PTP_SYS_OFFSET, &y) != 0) {
-			nc__fmt(m->why, sizeof(m->why), "%s: PTP_SYS_OFFSET: %s", m->dev, strerror(errno));
-			return -1;
-		}
-		m->how = "PTP_SYS_OFFSET";
-		for (int i = 0; i < PHC_SAMPLES; i++, n++)
-			if (clock_ns(&y.ts[2 * i], &s[i][0]) != 0 || clock_ns(&y.ts[2 * i + 1], &s[i][1]) != 0 ||
-			    clock_ns(&y.ts[2 * i + 2], &s[i][2]) != 0)
-				s[i][0] = s[i][1] = 0, s[i][2] = -1;
-	} else {
+		return 0;
+	}
+	if (errno != EOPNOTSUPP && errno != ENOTTY) {
 		nc__fmt(m->why, sizeof(m->why), "%s: PTP_SYS_OFFSET_EXTENDED: %s", m->dev,
 			strerror(errno));
 		return -1;
 	}
-	return nc__utc_phc_pick((const int64_t(*)[3])s, n, m);
+	struct ptp_sys_offset y;
+	memset(&y, 0, sizeof(y));
+	y.n_samples = PHC_SAMPLES;
+	if (fn(fd, PTP_SYS_OFFSET, &y) != 0) {
+		nc__fmt(m->why, sizeof(m->why), "%s: PTP_SYS_OFFSET: %s", m->dev, strerror(errno));
+		return -1;
+	}
+	m->how = "PTP_SYS_OFFSET";
+	for (int i = 0; i < PHC_SAMPLES; i++, (*n)++)
+		if (clock_ns(&y.ts[2 * i], &s[i][0]) != 0 || clock_ns(&y.ts[2 * i + 1], &s[i][1]) != 0 ||
+		    clock_ns(&y.ts[2 * i + 2], &s[i][2]) != 0)
+			s[i][0] = s[i][1] = 0, s[i][2] = -1;
+	return 0;
+}
+
+int nc__utc_phc_measure(const char *iface, int phc_index, struct nc__phc_meas *m)
+{
+	NC_LOCK_HELD();
+	memset(m, 0, sizeof(*m));
+	int idx = phc_index;
+	if (idx < 0) {
+		idx = phc_index_of(iface, m);
+		if (idx < 0)
+			return -1;
+		int nv = vclocks(idx);
+		if (nv > 0) {
+			nc__fmt(m->why, sizeof(m->why), "ptp%d, %s's PTP hardware clock, has %d virtual "
+				"clocks and ptp4l may use one (a ptp4l that answers PORT_HWCLOCK_NP says "
+				"which)", idx, iface, nv);
+			return -1;
+		}
+	}
+	nc__fmt(m->dev, sizeof(m->dev), "%s/ptp%d", phc.dir[0] ? phc.dir : "/dev", idx);
+	int fd = open(m->dev, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		int e = errno;
+		nc__fmt(m->why, sizeof(m->why), "%s: %s", m->dev,
+			e == EACCES ? "permission denied (give this user read access to it)"
+				    : strerror(e));
+		if (fd >= 0)
+			close(fd);
+		phc.index = -1; /* the interface asked about again next time */
+		return -1;
+	}
+	/* a device, but for the tests' stand-in (a file they made) */
+	if (!S_ISCHR(st.st_mode) && !phc.ioctl_fn) {
+		nc__fmt(m->why, sizeof(m->why), "%s is no device", m->dev);
+		close(fd);
+		return -1;
+	}
+	int64_t s[PHC_SAMPLES][3];
+	int n;
+	m->at_tick = nc__counter_read(); /* (at or before the reading) */
+	int r = read_phc(fd, s, &n, m);
+	close(fd);
+	if (r == 0)
+		r = nc__utc_phc_pick((const int64_t(*)[3])s, n, m);
+	if (r != 0)
+		phc.index = -1;
+	return r;
 }
 
 void nc__utc_phc_close(void)
 {
 	NC_LOCK_HELD();
-	if (nc__utc_fd_ours(phc.fd, phc.dev, phc.ino))
-		close(phc.fd);
-	phc.fd = -1;
 	phc.index = -1;
 }
 
 void nc__utc_phc_test(int (*fn)(int fd, unsigned long req, void *arg), const char *dev_dir)
 {
-	phc.index = -1; /* the next reading opens the device anew */
+	phc.index = -1; /* the interface asked about anew */
 	phc.ioctl_fn = fn;
 	nc__copy(phc.dir, sizeof(phc.dir), dev_dir ? dev_dir : "");
 }

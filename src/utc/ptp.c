@@ -3,31 +3,42 @@
  * linuxptp's ptp4l, over its management socket (a Unix datagram socket,
  * /var/run/ptp4l by default, root's: mode 0660), with the management
  * messages of IEEE 1588 that `pmc` sends: GET PORT_DATA_SET (each port's
- * state), PORT_PROPERTIES_NP (its time stamping), CURRENT_DATA_SET (the
- * mean path delay), PARENT_DATA_SET (the grandmaster's stated accuracy),
- * TIME_PROPERTIES_DATA_SET (its timescale and UTC offset) and
- * TIME_STATUS_NP (the last offset from the master and when it was
- * measured, and whether a grandmaster is present).
+ * state and sync interval), PORT_PROPERTIES_NP (its time stamping and
+ * interface), CURRENT_DATA_SET (the mean path delay), PARENT_DATA_SET (the
+ * grandmaster's stated accuracy), PORT_HWCLOCK_NP (the PHC a port uses;
+ * linuxptp 4 answers, 3 refuses: optional), TIME_PROPERTIES_DATA_SET (the
+ * timescale, UTC offset and leap flags) and TIME_STATUS_NP (the last
+ * offset from the master and when it was measured, and whether a
+ * grandmaster is present).
  *
- * Where ptp4l time-stamps in software it measures CLOCK_REALTIME itself
- * against the master: the system clock was within |offset| + the mean path
- * delay (what an asymmetric path can hide: the delay is assumed to be half
- * the round trip) + the grandmaster's stated accuracy of the master's time
- * when the offset was measured (the ingress time), and the bound grows
- * from then at the drift assumed.  A port in SLAVE or UNCALIBRATED (the
- * servo not locked, or ptp4l told not to steer the clock: free_running)
- * with a grandmaster present is enough: the bound is the measurement, not
- * the servo's work.
+ * Where ptp4l's clock is CLOCK_REALTIME (software time stamps) it measures
+ * the system clock itself against the master: the system clock was within
+ * |offset| + the mean path delay (what an asymmetric path can hide: the
+ * delay is assumed to be half the round trip) + the grandmaster's stated
+ * accuracy of the master's time when the offset was measured (the ingress
+ * time).  The figures are dated then, and the bound grows from then at the
+ * drift assumed; they stay fresh four of ptp4l's sync intervals (or four
+ * refreshes, the longer).  A port in SLAVE or UNCALIBRATED (the servo not
+ * locked, or ptp4l told not to steer the clock: free_running) with a
+ * grandmaster present is enough: the bound is the measurement, not the
+ * servo's work.
  *
- * Where ptp4l time-stamps in hardware, the offset is of a PTP hardware
- * clock (PHC), not of the system clock.  Whatever steers the system clock
- * from the PHC (phc2sys, chrony), phc.c reads the system clock against the
- * PHC at each answer, and that offset and half its reading's bracket are
- * added.  The PHC keeps the grandmaster's timescale: PTP's (TAI, from
- * which currentUtcOffset is taken to reach UTC, as phc2sys does) or an
- * arbitrary one (taken as it is, as phc2sys does; named in the reason).
- * The measurement's time is the PHC's then, brought to CLOCK_REALTIME's by
- * the offset read.
+ * Where ptp4l's clock is a PTP hardware clock (PHC), its offset is the
+ * PHC's, not the system clock's.  Whatever steers the system clock from
+ * the PHC (phc2sys, chrony, nothing), phc.c reads the system clock against
+ * the PHC at each answer, and that offset and half its reading's bracket
+ * are added.  The PHC keeps the grandmaster's timescale: PTP's (TAI, from
+ * which currentUtcOffset reaches UTC, as phc2sys takes it) or an arbitrary
+ * one (taken as it is, as phc2sys does; named in the reason).  The
+ * measurement's time is the PHC's, brought to CLOCK_REALTIME's by the
+ * offset read, and its age is counted on the PHC.
+ *
+ * PTP's timescale with a UTC offset the grandmaster does not mark valid
+ * gives no bound: the seconds are not known.  Around a leap second the
+ * grandmaster's offset is the old one until its next announce, and nothing
+ * says the system clock took the leap: figures from before the end of the
+ * day a leap was announced for are void at that end, and those measured in
+ * the LEAP_SETTLE_NS after it carry one second more.
  *
  * Anything else gives no bound: no port following a master, no
  * grandmaster, a PHC that cannot be read, a reply refused or implausible.
@@ -71,6 +82,9 @@
 #define TF_PTP_TIMESCALE 0x08 /* ptpTimescale */
 #define MAX_OFFSET_NS 1e12 /* 1000 s: more is no measurement */
 #define MAX_DELAY_NS 1e9
+#define MAX_AGE_NS 3600e9      /* an older measurement is no figure of now */
+#define LEAP_SETTLE_NS 16000000000ll /* the grandmaster's announces after a leap (8 at 2 s) */
+#define DAY_NS 86400000000000ll
 
 /* what is asked, in the order sent: ptp4l answers in turn, so the last
  * answer arriving means every port has answered the ones before */
@@ -81,10 +95,15 @@ static const struct {
 			 data set; none where the size varies (ptp4l drops the GET else) */
 	const char *name;
 } ask_of[NC__PTP_NQ] = {
-	{0x2004, 26, 26, "PORT_DATA_SET"},    {0xc004, 12, 0, "PORT_PROPERTIES_NP"},
-	{0x2001, 18, 18, "CURRENT_DATA_SET"}, {0x2002, 32, 32, "PARENT_DATA_SET"},
-	{0x2003, 4, 4, "TIME_PROPERTIES_DATA_SET"}, {0xc000, 50, 50, "TIME_STATUS_NP"},
+	{0x2004, 26, 26, "PORT_DATA_SET"},
+	{0xc004, 13, 0, "PORT_PROPERTIES_NP"},
+	{0x2001, 18, 18, "CURRENT_DATA_SET"},
+	{0x2002, 32, 32, "PARENT_DATA_SET"},
+	{0xc009, 16, 0, "PORT_HWCLOCK_NP"},
+	{0x2003, 4, 4, "TIME_PROPERTIES_DATA_SET"},
+	{0xc000, 50, 50, "TIME_STATUS_NP"},
 };
+#define NEEDED (((1u << NC__PTP_NQ) - 1) & ~(1u << NC__PTP_HWCLOCK))
 
 static unsigned be16(const unsigned char *p) { return (unsigned)p[0] << 8 | p[1]; }
 static uint64_t be64(const unsigned char *p)
@@ -162,6 +181,10 @@ int nc__utc_ptp_take(struct nc__ptp_figs *g, const unsigned char *p, size_t n, u
 	}
 	const unsigned char *d = p + HDR_LEN + 6;
 	size_t dl = tlen - 2;
+	if (type == TLV_ERROR && q == NC__PTP_HWCLOCK) {
+		g->got |= 1u << q; /* (linuxptp before 4: the kernel's PHC is looked up) */
+		return 0;
+	}
 	if (type == TLV_ERROR) {
 		nc__fmt(why, len, "ptp4l refused GET %s (error %u)", ask_of[q].name, be16(p + 52));
 		return -1;
@@ -175,10 +198,21 @@ int nc__utc_ptp_take(struct nc__ptp_figs *g, const unsigned char *p, size_t n, u
 	switch (q) {
 	case NC__PTP_PORT:
 		/* several ports: the best one following a master */
-		if (d[10] == PORT_SLAVE || (d[10] == PORT_UNCALIBRATED && g->port_state != PORT_SLAVE))
-			g->port_state = d[10];
-		else if (!g->port_state)
+		if (d[10] == PORT_SLAVE || (d[10] == PORT_UNCALIBRATED && g->port_state != PORT_SLAVE) ||
+		    !g->port_state) {
 			g->port_state = d[10] ? d[10] : 0xff;
+			g->port_num = be16(d + 8);
+			g->log_sync = (int8_t)d[22];
+		}
+		break;
+	case NC__PTP_HWCLOCK:
+		if (g->hw_n < (int)(sizeof(g->hw) / sizeof(g->hw[0]))) {
+			g->hw[g->hw_n].port = be16(d + 8);
+			g->hw[g->hw_n].phc_index = (int32_t)((uint32_t)d[10] << 24 | (uint32_t)d[11] << 16 |
+							    (uint32_t)d[12] << 8 | d[13]);
+			g->hw[g->hw_n].flags = d[14];
+			g->hw_n++;
+		}
 		break;
 	case NC__PTP_PROPS:
 		/* the port following the master's, else the first's; its
@@ -220,6 +254,13 @@ int nc__utc_ptp_take(struct nc__ptp_figs *g, const unsigned char *p, size_t n, u
 	return 0;
 }
 
+/* ptp4l's clock is a PHC: hardware time stamps (0 software and 2, legacy
+ * hardware time stamps, keep CLOCK_REALTIME as ptp4l's clock) */
+static int on_phc(const struct nc__ptp_figs *g)
+{
+	return g->timestamping != 0 && g->timestamping != 2;
+}
+
 static const char *port_name(unsigned s)
 {
 	static const char *const n[] = {"none",	  "INITIALIZING", "FAULTY",	 "DISABLED",
@@ -234,7 +275,7 @@ int nc__utc_ptp_fix(const struct nc__ptp_figs *g, const struct nc__phc_meas *m,
 	memset(f, 0, sizeof(*f));
 	f->status = NC_UTC_UNKNOWN;
 	f->drift_ppm = -1;
-	if (g->got != (1u << NC__PTP_NQ) - 1) {
+	if ((g->got & NEEDED) != NEEDED) {
 		nc__fmt(f->why, sizeof(f->why), "ptp4l did not answer every request");
 		return -1;
 	}
@@ -247,19 +288,26 @@ int nc__utc_ptp_fix(const struct nc__ptp_figs *g, const struct nc__phc_meas *m,
 		nc__fmt(f->why, sizeof(f->why), "ptp4l has no grandmaster");
 		return 0;
 	}
+	int scale_ptp = (g->time_flags & TF_PTP_TIMESCALE) != 0;
+	if (scale_ptp && !(g->time_flags & TF_UTC_VALID)) {
+		/* TAI, and no word on how far UTC is from it: the seconds are
+		 * not known (phc2sys and ptp4l take the figure all the same) */
+		nc__fmt(f->why, sizeof(f->why), "the grandmaster keeps PTP's timescale (TAI) and "
+			"does not vouch for its UTC offset (%d s, currentUtcOffsetValid 0)", g->utc_offset);
+		return 0;
+	}
 	/* the system clock's offset from the clock ptp4l measured (0: the
 	 * same clock), and the measurement's time on CLOCK_REALTIME */
 	double sys = 0, sys_half = 0;
 	int64_t as_of = g->ingress_ns;
 	const char *bad = NULL;
-	if (g->timestamping != 0) {
+	if (on_phc(g)) {
 		if (!m || m->why[0]) {
 			nc__fmt(f->why, sizeof(f->why), "ptp4l time-stamps in hardware on %s, and its "
 				"PTP hardware clock was not read: %s", g->iface[0] ? g->iface : "a port",
 				m ? m->why : "not asked");
 			return 0;
 		}
-		int scale_ptp = (g->time_flags & TF_PTP_TIMESCALE) != 0;
 		if (scale_ptp && (g->utc_offset < 0 || g->utc_offset > 1000))
 			bad = "a UTC offset out of range";
 		/* PTP's timescale is TAI: UTC is currentUtcOffset seconds behind */
@@ -284,11 +332,26 @@ int nc__utc_ptp_fix(const struct nc__ptp_figs *g, const struct nc__phc_meas *m,
 		bad = "a grandmaster stating an accuracy beyond 10 s";
 	else if (g->ingress_ns <= 0 || as_of <= 0 || (double)(as_of - now_real_ns) > bound + 1e9)
 		bad = "a measurement time in the future";
+	else if ((double)(now_real_ns - as_of) > MAX_AGE_NS)
+		bad = "a measurement time over an hour old";
 	else if (!(bound > 0))
 		bad = "a bound of 0";
 	if (bad) {
 		nc__fmt(f->why, sizeof(f->why), "ptp4l's figures have %s: refused", bad);
 		return -1;
+	}
+	/* A leap second: until the grandmaster's next announce after it,
+	 * its UTC offset is the old one, and nothing says the system clock
+	 * took the leap.  Figures from before the end of the day it was
+	 * announced for are void at that end; those measured in the first
+	 * LEAP_SETTLE_NS after it carry the second more. */
+	const char *leap = "";
+	if (g->leap_at_ns > 0 && as_of < g->leap_at_ns) {
+		f->horizon_ns = (double)(g->leap_at_ns - as_of);
+		leap = g->time_flags & TF_LEAP ? ", a leap second at the day's end" : "";
+	} else if (g->leap_at_ns > 0 && as_of < g->leap_at_ns + LEAP_SETTLE_NS) {
+		bound += 1e9;
+		leap = ", +1 s: a leap second just past";
 	}
 	f->status = NC_UTC_SYNCHRONISED;
 	f->bound_ns = bound;
@@ -296,21 +359,20 @@ int nc__utc_ptp_fix(const struct nc__ptp_figs *g, const struct nc__phc_meas *m,
 	 * steers the system clock from the PHC */
 	f->slew_ns = fabs(g->offset_ns) + fabs(sys);
 	f->as_of_ns = as_of;
+	if (g->log_sync >= -7 && g->log_sync <= 6)
+		f->cadence_ns = ldexp(1e9, g->log_sync);
 	char accs[40], hw[150] = "";
 	if (acc > 0)
 		nc__fmt(accs, sizeof(accs), "accuracy %.0f ns", acc);
 	else
 		nc__fmt(accs, sizeof(accs), "accuracy not stated");
-	if (g->timestamping != 0)
-		nc__fmt(hw, sizeof(hw), "; %s (%s, %s%s%s): the system clock %+.0f ns from it, +-%.0f",
-			m->dev, g->iface, g->time_flags & TF_PTP_TIMESCALE ? "TAI" : "arbitrary timescale",
-			(g->time_flags & (TF_PTP_TIMESCALE | TF_UTC_VALID)) == TF_PTP_TIMESCALE
-				? ", UTC offset not marked valid" : "",
-			g->time_flags & TF_LEAP ? ", leap second announced" : "", sys, sys_half);
+	if (on_phc(g))
+		nc__fmt(hw, sizeof(hw), "; %s (%s, %s): the system clock %+.0f ns from it, +-%.0f",
+			m->dev, g->iface, scale_ptp ? "TAI" : "arbitrary timescale", sys, sys_half);
 	nc__fmt(f->why, sizeof(f->why), "ptp4l: port %s, offset %+.0f ns, path delay %.0f ns, %u "
-		"step%s from a grandmaster of class %u%s (%s)%s", port_name(g->port_state),
+		"step%s from a grandmaster of class %u%s (%s)%s%s", port_name(g->port_state),
 		g->offset_ns, g->delay_ns, g->steps_removed, g->steps_removed == 1 ? "" : "s",
-		g->gm_class, g->gm_class >= 187 ? ", not traceable to UTC" : "", accs, hw);
+		g->gm_class, g->gm_class >= 187 ? ", not traceable to UTC" : "", accs, leap, hw);
 	return 0;
 }
 
@@ -329,6 +391,7 @@ static struct {
 	int64_t sent_raw, sent_real;
 	uint32_t stir;
 	struct nc__ptp_figs figs;
+	int64_t leap_at; /* the end of a UTC day a leap second was announced for */
 	int at_exit;
 } pt NC_GUARDED_BY(nc__lib_lock) = {.fd = -1};
 
@@ -453,6 +516,16 @@ static void send_requests(void) NC_REQUIRES(nc__lib_lock)
 	}
 }
 
+/* the PHC ptp4l says its port following the master uses (-1: it does not
+ * say: linuxptp before 4) */
+static int phc_of(const struct nc__ptp_figs *g)
+{
+	for (int i = 0; i < g->hw_n; i++)
+		if (g->hw[i].port == g->port_num)
+			return g->hw[i].phc_index >= 0 ? g->hw[i].phc_index : -1;
+	return -1;
+}
+
 /* The answers to the outstanding requests, waiting at most wait_ms: 1 with
  * *f, 0 without (why in f->why when there is one) */
 static int take_replies(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__lib_lock)
@@ -494,19 +567,39 @@ static int take_replies(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__l
 			continue; /* more to come (TIME_STATUS_NP is answered last) */
 		pt.outstanding = 0;
 		struct nc__phc_meas m;
-		int hw = pt.figs.timestamping != 0;
+		int hw = on_phc(&pt.figs);
 		if (hw)
-			(void)nc__utc_phc_measure(pt.figs.iface, &m);
-		(void)nc__utc_ptp_fix(&pt.figs, hw ? &m : NULL, nc__ref.real(), f);
-		/* the figures held when ptp4l measured, up to a sync interval
+			(void)nc__utc_phc_measure(pt.figs.iface, phc_of(&pt.figs), &m);
+		int64_t now_real = nc__ref.real();
+		/* a leap second announced: the end of that UTC day, remembered
+		 * past it for the announces that bring the new offset */
+		if (pt.figs.time_flags & TF_LEAP)
+			pt.leap_at = (now_real / DAY_NS + 1) * DAY_NS;
+		else if (pt.leap_at && now_real > pt.leap_at + LEAP_SETTLE_NS)
+			pt.leap_at = 0;
+		pt.figs.leap_at_ns = pt.leap_at;
+		(void)nc__utc_ptp_fix(&pt.figs, hw ? &m : NULL, now_real, f);
+		/* The figures held when ptp4l measured, up to a sync interval
 		 * (or, its master silent, much longer) before they were asked
 		 * for: dated then, so that the bound grows from then and the
-		 * freshness runs from then */
-		double age = (double)(pt.sent_real - f->as_of_ns);
+		 * freshness runs from then.  With a PHC, the age is on the
+		 * PHC's own time (no step of the system clock in it), from the
+		 * counter before its reading; else on CLOCK_REALTIME's, which
+		 * core.c knows a step may distort. */
 		double ns_tick = 1e9 / nc__rate_true_hz();
 		f->q_tick = pt.sent_tick;
-		if (f->status != NC_UTC_UNKNOWN && age > 0)
-			f->q_tick -= (uint64_t)(age / ns_tick + 1);
+		if (f->status != NC_UTC_UNKNOWN) {
+			int64_t age;
+			if (hw) {
+				f->q_tick = m.at_tick;
+				age = (m.at_ns - (int64_t)m.off_ns) - pt.figs.ingress_ns;
+			} else {
+				age = pt.sent_real - f->as_of_ns;
+				f->q_by_realtime = 1;
+			}
+			if (age > 0)
+				f->q_tick -= (uint64_t)((double)age / ns_tick + 1);
+		}
 		return 1;
 	}
 }

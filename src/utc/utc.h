@@ -32,13 +32,19 @@ struct nc__utc_fix {
 	int64_t as_of_ns;    /* the source's own time of its figures (Unix ns) */
 	double horizon_ns;   /* the source's own: its figures void this long after
 				they held (0: NANOCLOCK_UTC_HORIZON_S) */
-	double fresh_ns;     /* ... and fresh this long (0: four refresh periods) */
+	double fresh_ns;     /* ... and fresh this long (0: four refresh periods, or
+				four of cadence_ns where that is longer) */
+	double cadence_ns;   /* how often the source renews its figures (ptp4l: its
+				sync interval; 0: as often as it is asked) */
 	int drop;            /* no bound, and the figures before are void too */
 	int on_line;         /* bound_ns is on |nc_unix_ns - UTC| itself (VMClock), not
 				on CLOCK_REALTIME: as ClockBound's, the tie is added */
 	uint64_t watch_addr, watch_val; /* a word the fast path watches (VMClock's
 				disruption marker): 0, or its address and value */
 	uint64_t q_tick;     /* a counter value at or before the moment they held */
+	int q_by_realtime;   /* q_tick was found from a difference of CLOCK_REALTIME
+				times: a step of the clock between them may have moved
+				it later by as much as the step */
 	char why[320];       /* unknown: why; else a short description */
 };
 
@@ -85,6 +91,7 @@ enum {
 	NC__PTP_PROPS,
 	NC__PTP_CURRENT,
 	NC__PTP_PARENT,
+	NC__PTP_HWCLOCK, /* optional: linuxptp 4 answers it, 3 refuses it */
 	NC__PTP_TIMEPROPS,
 	NC__PTP_STATUS,
 	NC__PTP_NQ
@@ -92,11 +99,21 @@ enum {
 struct nc__ptp_figs {
 	unsigned got;          /* the answers in, a bit each */
 	unsigned port_state;   /* the best port's: SLAVE, else UNCALIBRATED, else the first's */
+	unsigned port_num;     /* ... its number */
+	int log_sync;          /* ... and its logSyncInterval (127: none) */
 	int got_props;
 	unsigned timestamping; /* that port's: 0 software */
 	char iface[17];        /* ... and its interface */
 	int utc_offset;        /* TIME_PROPERTIES_DATA_SET's currentUtcOffset (s) ... */
-	unsigned time_flags;   /* ... and flags (bit 2 offset valid, bit 3 PTP timescale) */
+	unsigned time_flags;   /* ... and flags (bits 0-1 leap, 2 offset valid, 3 PTP timescale) */
+	int hw_n;              /* PORT_HWCLOCK_NP's answers: each port's PHC */
+	struct {
+		unsigned port;
+		int phc_index;     /* (-1: none) */
+		unsigned flags;    /* bit 0: a virtual clock */
+	} hw[8];
+	int64_t leap_at_ns;    /* set by the caller: the end of the UTC day a leap
+				  second was announced for (0: none) */
 	unsigned steps_removed;
 	double offset_cur_ns, delay_ns; /* CURRENT_DATA_SET's */
 	unsigned gm_class, gm_accuracy;
@@ -118,6 +135,7 @@ struct nc__phc_meas {
 	double off_ns;    /* CLOCK_REALTIME - the PHC, at the reading ... */
 	double half_ns;   /* ... within this (half the bracket of system reads) */
 	int64_t at_ns;    /* CLOCK_REALTIME then */
+	uint64_t at_tick; /* the counter then */
 	int samples;
 	const char *how;  /* the ioctl that gave them */
 	char why[160];    /* why there is no reading */
@@ -125,8 +143,10 @@ struct nc__phc_meas {
 /* Pure: the narrowest of n readings (CLOCK_REALTIME before, the PHC,
  * CLOCK_REALTIME after; ns) into *m: 0, or -1 with m->why */
 NC_HIDDEN int nc__utc_phc_pick(const int64_t (*s)[3], int n, struct nc__phc_meas *m);
-/* The PHC interface iface time-stamps with, read: 0, or -1 with m->why */
-NC_HIDDEN int nc__utc_phc_measure(const char *iface, struct nc__phc_meas *m)
+/* The PHC ptp4l uses for its port on iface, read: phc_index as ptp4l
+ * states it, or -1 where it does not (the kernel's for the interface
+ * then).  0, or -1 with m->why. */
+NC_HIDDEN int nc__utc_phc_measure(const char *iface, int phc_index, struct nc__phc_meas *m)
 	NC_REQUIRES(nc__lib_lock);
 NC_HIDDEN void nc__utc_phc_close(void) NC_REQUIRES(nc__lib_lock);
 /* Tests: a stand-in for ioctl() (SIOCETHTOOL on a socket, the PHC's

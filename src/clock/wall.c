@@ -337,7 +337,7 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why) NC_REQ
 	double err = 0;
 	int set = 0;
 	int step = old ? decide(old, t, &ti, why, &err, &set) : 1;
-	double stepped = 0; /* the step followed, ns (for the listener) */
+	double stepped = 0; /* the step followed, ns, > 0 forward (for the listener) */
 	/* A set with nothing to follow (a set to the same time): keep the
 	 * line, which the next refresh slews on schedule.  A re-tie inside
 	 * the epoch cannot lower its slope: readers still on the old copy
@@ -365,7 +365,7 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why) NC_REQ
 		nc__slope_from_ns(rate, &e);
 		e.c0 = nc__c0_for(e.t0, (uint64_t)ti.real_at_mid, e.mi, e.mf);
 		if (old)
-			stepped = fabs(err);
+			stepped = err; /* (> 0: forward) */
 		if (old && set) {
 			__atomic_store_n(&wall.steps, wall.steps + 1, __ATOMIC_RELAXED);
 			nc__log(NC_LOG_INFO, "system clock %s by %+.6f s: followed as a step",

@@ -42,7 +42,7 @@ struct nc__wall_tie {
 NC_HIDDEN void nc__wall_tie(struct nc__wall_tie *t) NC_REQUIRES(nc__lib_lock);
 /* Called (nc__lib_lock held) after every new epoch of Unix time, period 1
  * when a period's tie made it, stepped_ns the step of the system clock it
- * followed (0: none): the UTC bound is republished with it (set by
+ * followed (0: none; > 0 forward, < 0 back): the UTC bound is republished with it (set by
  * src/utc/ when it starts; a pointer, so that the clocks call nothing
  * above them). */
 NC_HIDDEN extern void (*nc__wall_listener)(int period, double stepped_ns) NC_GUARDED_BY(nc__lib_lock);

@@ -61,6 +61,7 @@ static struct {
 	double step_ns;                     /* steps of the system clock followed since the
 					       figures were taken: added until figures taken
 					       after them come */
+	double step_back_ns;                /* ... of which steps back */
 	uint64_t step_tick;                 /* the counter at the latest such step */
 	char last_why[320];                 /* the latest answer's or failure's reason */
 	double prev_slew_ns;                /* the figures before good's slew */
@@ -209,11 +210,12 @@ static void take(const struct nc__utc_fix *f) NC_REQUIRES(nc__lib_lock)
 		/* figures that held after the tie followed the latest step
 		 * know of it (where their time came from CLOCK_REALTIME
 		 * differences, a step back may have made it look later by up
-		 * to the step: past that margin) */
+		 * to that step: past that margin; a step forward only makes
+		 * it look earlier) */
 		int64_t after = (int64_t)(f->q_tick - u.step_tick);
 		if (u.step_ns > 0 && after > 0 &&
-		    (!f->q_by_realtime || (double)after * 1e9 / nc__rate_true_hz() > u.step_ns))
-			u.step_ns = 0;
+		    (!f->q_by_realtime || (double)after * 1e9 / nc__rate_true_hz() > u.step_back_ns))
+			u.step_ns = u.step_back_ns = 0;
 		u.prev_slew_ns = u.have_good ? u.good.slew_ns : 0;
 		u.good = *f;
 		u.have_good = 1;
@@ -288,8 +290,10 @@ static void retry_chrony(void) NC_REQUIRES(nc__lib_lock)
 static void on_wall(int period, double stepped_ns) NC_REQUIRES(nc__lib_lock)
 {
 	NC_LOCK_HELD();
-	if (stepped_ns > 0 && u.have_good) {
-		u.step_ns += stepped_ns;
+	if (stepped_ns != 0 && u.have_good) {
+		u.step_ns += fabs(stepped_ns);
+		if (stepped_ns < 0)
+			u.step_back_ns -= stepped_ns;
 		u.step_tick = nc__counter_read();
 	}
 	/* a source that states UTC against the counter (VMClock) is asked at
@@ -416,7 +420,7 @@ void nc__utc_stop(void)
 	u.src = NULL;
 	u.is_auto = u.have_good = u.lost = u.disrupted = u.chrony_probe = 0;
 	u.watch_addr = u.watch_val = 0;
-	u.step_ns = u.prev_slew_ns = 0;
+	u.step_ns = u.step_back_ns = u.prev_slew_ns = 0;
 	u.stopped = 1;
 	nc__copy(u.chosen, sizeof(u.chosen), "stopped (nc_utc_stop)");
 	nc__copy(u.last_why, sizeof(u.last_why), "stopped: nc_utc_stop was called; nc_utc_start starts it again");

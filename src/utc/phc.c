@@ -15,7 +15,7 @@
  * tells: without it, a PHC with virtual clocks is refused.  The ethtool
  * answer is kept for the interface (the call takes the kernel's RTNL lock,
  * which a driver may hold for long) and asked again when the interface
- * changes or a reading fails.  The interface must be in this process's
+ * changes, a reading gives no bound, or a minute has passed.  The interface must be in this process's
  * network namespace.
  *
  * The device is opened for each reading and closed after it: two opens of
@@ -54,12 +54,14 @@
 
 #define PHC_SAMPLES 7
 #define PHC_MAX_BRACKET_NS 1000000
+#define ASK_AGAIN_NS 60000000000ll /* the interface's PHC asked about again this often */
 
 static int real_ioctl(int fd, unsigned long req, void *arg) { return ioctl(fd, req, arg); }
 
 static struct {
 	char iface[IFNAMSIZ]; /* the interface the kernel's answer is for ... */
-	int index;            /* ... its PHC (-1: not asked) */
+	int index;            /* ... its PHC (-1: not asked) ... */
+	int64_t asked_raw;    /* ... as of then (CLOCK_MONOTONIC_RAW) */
 	int (*ioctl_fn)(int fd, unsigned long req, void *arg); /* NULL: ioctl */
 	char dir[64]; /* "": /dev and /sys/class/ptp */
 } phc NC_GUARDED_BY(nc__lib_lock) = {.index = -1};
@@ -111,7 +113,8 @@ static int phc_index_of(const char *iface, struct nc__phc_meas *m) NC_REQUIRES(n
 		nc__fmt(m->why, sizeof(m->why), "ptp4l names no interface it time-stamps on");
 		return -1;
 	}
-	if (phc.index >= 0 && strcmp(phc.iface, iface) == 0)
+	if (phc.index >= 0 && strcmp(phc.iface, iface) == 0 &&
+	    nc__ref.raw() - phc.asked_raw < ASK_AGAIN_NS)
 		return phc.index;
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s < 0) {
@@ -144,6 +147,7 @@ static int phc_index_of(const char *iface, struct nc__phc_meas *m) NC_REQUIRES(n
 	}
 	nc__copy(phc.iface, sizeof(phc.iface), iface);
 	phc.index = ti.phc_index;
+	phc.asked_raw = nc__ref.raw();
 	return ti.phc_index;
 }
 

@@ -181,7 +181,7 @@ int nc__utc_ptp_take(struct nc__ptp_figs *g, const unsigned char *p, size_t n, u
 	}
 	const unsigned char *d = p + HDR_LEN + 6;
 	size_t dl = tlen - 2;
-	if (type == TLV_ERROR && q == NC__PTP_HWCLOCK) {
+	if (type == TLV_ERROR && q == NC__PTP_HWCLOCK && tlen >= 8 && be16(p + 54) == ask_of[q].id) {
 		g->got |= 1u << q; /* (linuxptp before 4: the kernel's PHC is looked up) */
 		return 0;
 	}
@@ -202,7 +202,6 @@ int nc__utc_ptp_take(struct nc__ptp_figs *g, const unsigned char *p, size_t n, u
 		    !g->port_state) {
 			g->port_state = d[10] ? d[10] : 0xff;
 			g->port_num = be16(d + 8);
-			g->log_sync = (int8_t)d[22];
 		}
 		break;
 	case NC__PTP_HWCLOCK:
@@ -221,7 +220,7 @@ int nc__utc_ptp_take(struct nc__ptp_figs *g, const unsigned char *p, size_t n, u
 			nc__fmt(why, len, "an interface name of %u bytes in %zu", d[12], dl);
 			return -1;
 		}
-		if (d[10] == PORT_SLAVE || d[10] == PORT_UNCALIBRATED || !g->got_props) {
+		if (be16(d + 8) == g->port_num || !g->got_props) {
 			g->timestamping = d[11];
 			size_t il = d[12] < sizeof(g->iface) - 1 ? d[12] : 0; /* too long: none */
 			memcpy(g->iface, d + 13, il);
@@ -267,6 +266,40 @@ static const char *port_name(unsigned s)
 					"LISTENING", "PRE_MASTER",   "MASTER",	 "PASSIVE",
 					"UNCALIBRATED", "SLAVE"};
 	return s < sizeof(n) / sizeof(n[0]) ? n[s] : "unknown";
+}
+
+void nc__utc_ptp_leap(int64_t now, int flagged, int64_t *at, int64_t *until)
+{
+	if (*at && now > *at && (*until ? now > *until : now > *at + LEAP_SETTLE_NS))
+		*at = *until = 0; /* settled */
+	if (!flagged) {
+		if (*at && now > *at && !*until)
+			*until = *at + LEAP_SETTLE_NS;
+		return;
+	}
+	if (!*at) {
+		int64_t day0 = now / DAY_NS * DAY_NS;
+		*at = now - day0 < DAY_NS / 4 ? day0 : day0 + DAY_NS;
+		*until = 0;
+	}
+	if (now >= *at)
+		*until = now + LEAP_SETTLE_NS; /* the flag still up after it */
+}
+
+void nc__utc_ptp_cadence(int64_t moved, double *cadence, double win[2], int *n)
+{
+	if (moved <= 0)
+		return;
+	/* (the window's smallest: a silent master's long gap never counts
+	 * for more than its window) */
+	if (*n == 0 || (double)moved < win[1])
+		win[1] = (double)moved;
+	if (++*n >= 16) {
+		win[0] = win[1];
+		*n = 0;
+	}
+	double c = win[0] > 0 && win[0] < win[1] ? win[0] : win[1];
+	*cadence = c < 1e6 ? 1e6 : c > 64e9 ? 64e9 : c;
 }
 
 int nc__utc_ptp_fix(const struct nc__ptp_figs *g, const struct nc__phc_meas *m,
@@ -348,8 +381,10 @@ int nc__utc_ptp_fix(const struct nc__ptp_figs *g, const struct nc__phc_meas *m,
 	const char *leap = "";
 	if (g->leap_at_ns > 0 && as_of < g->leap_at_ns) {
 		f->horizon_ns = (double)(g->leap_at_ns - as_of);
-		leap = g->time_flags & TF_LEAP ? ", a leap second at the day's end" : "";
-	} else if (g->leap_at_ns > 0 && as_of < g->leap_at_ns + LEAP_SETTLE_NS) {
+		leap = ", a leap second at the day's end";
+	} else if (g->leap_at_ns > 0 && as_of < (g->leap_until_ns > g->leap_at_ns + LEAP_SETTLE_NS
+							 ? g->leap_until_ns
+							 : g->leap_at_ns + LEAP_SETTLE_NS)) {
 		bound += 1e9;
 		leap = ", +1 s: a leap second just past";
 	}
@@ -359,8 +394,7 @@ int nc__utc_ptp_fix(const struct nc__ptp_figs *g, const struct nc__phc_meas *m,
 	 * steers the system clock from the PHC */
 	f->slew_ns = fabs(g->offset_ns) + fabs(sys);
 	f->as_of_ns = as_of;
-	if (g->log_sync >= -7 && g->log_sync <= 6)
-		f->cadence_ns = ldexp(1e9, g->log_sync);
+	f->cadence_ns = g->cadence_ns;
 	char accs[40], hw[150] = "";
 	if (acc > 0)
 		nc__fmt(accs, sizeof(accs), "accuracy %.0f ns", acc);
@@ -391,7 +425,10 @@ static struct {
 	int64_t sent_raw, sent_real;
 	uint32_t stir;
 	struct nc__ptp_figs figs;
-	int64_t leap_at; /* the end of a UTC day a leap second was announced for */
+	int64_t leap_at, leap_until; /* nc__utc_ptp_leap's */
+	int64_t last_ingress;        /* the last answer's measurement time */
+	double cadence, cad_win[2];  /* nc__utc_ptp_cadence's */
+	int cad_n;
 	int at_exit;
 } pt NC_GUARDED_BY(nc__lib_lock) = {.fd = -1};
 
@@ -571,14 +608,19 @@ static int take_replies(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__l
 		if (hw)
 			(void)nc__utc_phc_measure(pt.figs.iface, phc_of(&pt.figs), &m);
 		int64_t now_real = nc__ref.real();
-		/* a leap second announced: the end of that UTC day, remembered
-		 * past it for the announces that bring the new offset */
-		if (pt.figs.time_flags & TF_LEAP)
-			pt.leap_at = (now_real / DAY_NS + 1) * DAY_NS;
-		else if (pt.leap_at && now_real > pt.leap_at + LEAP_SETTLE_NS)
-			pt.leap_at = 0;
+		nc__utc_ptp_leap(now_real, (pt.figs.time_flags & TF_LEAP) != 0, &pt.leap_at, &pt.leap_until);
 		pt.figs.leap_at_ns = pt.leap_at;
+		pt.figs.leap_until_ns = pt.leap_until;
+		if (pt.last_ingress && pt.figs.ingress_ns)
+			nc__utc_ptp_cadence(pt.figs.ingress_ns - pt.last_ingress, &pt.cadence, pt.cad_win,
+					    &pt.cad_n);
+		pt.last_ingress = pt.figs.ingress_ns;
+		pt.figs.cadence_ns = pt.cadence;
 		(void)nc__utc_ptp_fix(&pt.figs, hw ? &m : NULL, now_real, f);
+		/* the PHC's index asked again after anything but a bound (a
+		 * driver reloaded may have numbered the clocks anew) */
+		if (hw && f->status != NC_UTC_SYNCHRONISED)
+			nc__utc_phc_close();
 		/* The figures held when ptp4l measured, up to a sync interval
 		 * (or, its master silent, much longer) before they were asked
 		 * for: dated then, so that the bound grows from then and the

@@ -100,7 +100,6 @@ struct nc__ptp_figs {
 	unsigned got;          /* the answers in, a bit each */
 	unsigned port_state;   /* the best port's: SLAVE, else UNCALIBRATED, else the first's */
 	unsigned port_num;     /* ... its number */
-	int log_sync;          /* ... and its logSyncInterval (127: none) */
 	int got_props;
 	unsigned timestamping; /* that port's: 0 software */
 	char iface[17];        /* ... and its interface */
@@ -112,8 +111,12 @@ struct nc__ptp_figs {
 		int phc_index;     /* (-1: none) */
 		unsigned flags;    /* bit 0: a virtual clock */
 	} hw[8];
-	int64_t leap_at_ns;    /* set by the caller: the end of the UTC day a leap
-				  second was announced for (0: none) */
+	int64_t leap_at_ns;    /* set by the caller (nc__utc_ptp_leap): the end of
+				  the UTC day a leap second was announced for (0:
+				  none) ... */
+	int64_t leap_until_ns; /* ... and until when after it the grandmaster's
+				  UTC offset may still be the old one */
+	double cadence_ns;     /* set by the caller: how often ptp4l measures */
 	unsigned steps_removed;
 	double offset_cur_ns, delay_ns; /* CURRENT_DATA_SET's */
 	unsigned gm_class, gm_accuracy;
@@ -155,6 +158,18 @@ NC_HIDDEN void nc__utc_phc_close(void) NC_REQUIRES(nc__lib_lock);
 NC_HIDDEN void nc__utc_phc_test(int (*fn)(int fd, unsigned long req, void *arg),
 				const char *dev_dir) NC_REQUIRES(nc__lib_lock);
 
+/* Pure: the leap second the source keeps in mind (*at, *until: 0 none),
+ * after an answer at now_real_ns whose leap flags were `flagged`.  A flag
+ * seen in the first 6 hours of a UTC day is for the midnight just past
+ * (a grandmaster clears it at its first announces after), else for the
+ * next; a leap in mind is never moved before it settled; after it, the
+ * old UTC offset is allowed for while the flag stays up and LEAP_SETTLE
+ * (16 s) after. */
+NC_HIDDEN void nc__utc_ptp_leap(int64_t now_real_ns, int flagged, int64_t *at, int64_t *until);
+/* Pure: how often ptp4l measures, from how far its measurement time moved
+ * between two answers (moved_ns; 0 or less: not at all): *cadence, from
+ * the smallest move of this window of 16 moves and the last. */
+NC_HIDDEN void nc__utc_ptp_cadence(int64_t moved_ns, double *cadence, double win[2], int *n);
 /* The fix the answers give (0, or -1 when refused: f->why says why).  m:
  * the PHC read when ptp4l time-stamps in hardware (NULL: not read). */
 NC_HIDDEN int nc__utc_ptp_fix(const struct nc__ptp_figs *g, const struct nc__phc_meas *m,

@@ -22,7 +22,11 @@
  *     the port leaving SLAVE, the grandmaster gone, hardware time stamps,
  *     refused answers), never synchronised again; the socket made again
  *     (ptp4l restarted): followed; its last measurement 10 s old:
- *     free-running, the bound grown since the measurement;
+ *     free-running, the bound grown since the measurement; measuring once
+ *     a second, asked twenty times a second: synchronised throughout;
+ *   - the leap second the source keeps in mind (a flag up past midnight
+ *     is for the midnight just past), its measurement interval (never a
+ *     silent master's gap), two ports' answers matched by port number;
  *   - `nanoclock daemon --clockbound` relays the PTP bound in ClockBound's
  *     layout, and a reader of that segment holds the truth; `nanoclock
  *     info` says what ptp4l's figures were;
@@ -163,7 +167,7 @@ static struct ptp_figs good_ptp(int64_t offset_ns)
 
 /* the end of the UTC day a leap second was announced for, as the source
  * remembers it (decode_all_phc's) */
-static int64_t test_leap_at;
+static int64_t test_leap_at, test_leap_until;
 
 /* every answer of one exchange taken; the fix (m: the PHC's reading) */
 static int decode_all_phc(const struct ptp_figs *g, const struct nc__phc_meas *pm,
@@ -179,6 +183,7 @@ static int decode_all_phc(const struct ptp_figs *g, const struct nc__phc_meas *p
 	}
 	CHECK(!strcmp(in.iface, g->iface));
 	in.leap_at_ns = test_leap_at;
+	in.leap_until_ns = test_leap_until;
 	return nc__utc_ptp_fix(&in, pm, real_ns(), f);
 }
 static int decode_all(const struct ptp_figs *g, struct nc__utc_fix *f, char *why, size_t wl)
@@ -287,6 +292,33 @@ static void case_ptp_decode(const char *arg)
 	CHECK(nc__utc_ptp_take(&in, m, n, 4000, why, sizeof(why)) == -1 && strstr(why, "interface name"));
 	/* TIME_PROPERTIES_DATA_SET asked as pmc asks it: 4 bytes of zeros */
 	CHECK(nc__utc_ptp_request(rq, sizeof(rq), NC__PTP_TIMEPROPS, 1, 1) == 58 && rq[53] == 0x03);
+	/* two ports: port 1 MASTER on a0 (hardware stamps), port 2 SLAVE on
+	 * b0 (software): the SLAVE's number, interface and stamps are taken,
+	 * whatever order the properties come in */
+	memset(&in, 0, sizeof(in));
+	g = good_ptp(1000);
+	for (int port = 1; port <= 2; port++) {
+		g.port_state = port == 1 ? 6 : 9;
+		n = ptp_answer(m, 0x2004, 4000, &g);
+		m[54 + 9] = (unsigned char)port;
+		CHECK(nc__utc_ptp_take(&in, m, n, 4000, why, sizeof(why)) == 0);
+	}
+	for (int port = 2; port >= 1; port--) {
+		g.port_state = port == 1 ? 6 : 9;
+		g.timestamping = port == 1;
+		g.iface = port == 1 ? "a0" : "b0";
+		n = ptp_answer(m, 0xc004, 4001, &g);
+		m[54 + 9] = (unsigned char)port;
+		CHECK(nc__utc_ptp_take(&in, m, n, 4000, why, sizeof(why)) == 0);
+	}
+	CHECK(in.port_num == 2 && in.port_state == 9 && !strcmp(in.iface, "b0") && in.timestamping == 0);
+	/* an error TLV is taken as linuxptp 3's answer to PORT_HWCLOCK_NP only
+	 * when it names that id */
+	g.hw_phc = -2;
+	n = ptp_answer(m, 0xc009, 4004, &g);
+	CHECK(nc__utc_ptp_take(&in, m, n, 4000, why, sizeof(why)) == 0 && (in.got & (1u << NC__PTP_HWCLOCK)));
+	put16b(m + 54, 0x2001);
+	CHECK(nc__utc_ptp_take(&in, m, n, 4000, why, sizeof(why)) == -1 && strstr(why, "refused GET PORT_HWCLOCK_NP"));
 }
 
 /* The PHC's reading and the fix with it: the system clock's offset from
@@ -349,16 +381,52 @@ static void case_phc_decode(const char *arg)
 	CHECK(fabs(f.bound_ns - (5990 + 1e9)) < 1e-6 && f.horizon_ns == 0 && strstr(f.why, "+1 s"));
 	test_leap_at = now - 20000000000ll; /* 20 s ago */
 	CHECK(decode_all_phc(&g, &m, &f, why, sizeof(why)) == 0 && fabs(f.bound_ns - 5990) < 1e-6);
-	test_leap_at = 0;
+	/* the flag still up 30 s after the leap (the grandmaster's announce
+	 * not in yet): the second stays added */
+	test_leap_at = now - 30000000000ll;
+	test_leap_until = now + 16000000000ll;
+	CHECK(decode_all_phc(&g, &m, &f, why, sizeof(why)) == 0 && fabs(f.bound_ns - (5990 + 1e9)) < 1e-6);
+	test_leap_at = test_leap_until = 0;
 	/* a measurement over an hour old: refused */
 	g.ingress_ns -= 3700000000000ll;
 	CHECK(decode_all_phc(&g, &m, &f, why, sizeof(why)) == -1 && strstr(f.why, "over an hour old"));
 	g.ingress_ns += 3700000000000ll;
-	/* ptp4l's sync interval: the figures stay fresh four of them */
-	g.log_sync = 2;
-	CHECK(decode_all_phc(&g, &m, &f, why, sizeof(why)) == 0 && f.cadence_ns == 4e9);
-	g.log_sync = 127;
-	CHECK(decode_all_phc(&g, &m, &f, why, sizeof(why)) == 0 && f.cadence_ns == 0);
+	/* the leap the source keeps in mind, from the flags it sees */
+	const int64_t H = 3600000000000ll, S = 1000000000ll;
+	int64_t mid = (now / day + 1) * day, at = 0, until = 0;
+	nc__utc_ptp_leap(mid - 11 * H, 1, &at, &until); /* announced 11 h before */
+	CHECK(at == mid && until == 0);
+	nc__utc_ptp_leap(mid - 1 * S, 1, &at, &until);
+	CHECK(at == mid && until == 0);
+	nc__utc_ptp_leap(mid + 1 * S, 1, &at, &until); /* still up after midnight: */
+	CHECK(at == mid && until == mid + 17 * S);    /* not moved to the next day */
+	nc__utc_ptp_leap(mid + 5 * S, 1, &at, &until);
+	CHECK(at == mid && until == mid + 21 * S);
+	nc__utc_ptp_leap(mid + 6 * S, 0, &at, &until); /* cleared: 16 s on from the last */
+	CHECK(at == mid && until == mid + 21 * S);
+	nc__utc_ptp_leap(mid + 22 * S, 0, &at, &until); /* settled */
+	CHECK(at == 0 && until == 0);
+	at = until = 0;
+	nc__utc_ptp_leap(mid + 2 * S, 1, &at, &until); /* first seen after midnight */
+	CHECK(at == mid && until == mid + 18 * S);
+	at = until = 0;
+	nc__utc_ptp_leap(mid - 10 * S, 1, &at, &until); /* flag seen, then not again */
+	nc__utc_ptp_leap(mid + 3 * S, 0, &at, &until);
+	CHECK(at == mid && until == mid + 16 * S);
+	/* how often ptp4l measures: the smallest move of a window, never a
+	 * silent master's gap */
+	double cad = 0, win[2] = {0, 0};
+	int cn = 0;
+	for (int i = 0; i < 5; i++)
+		nc__utc_ptp_cadence(i % 2 ? 0 : 1000000000, &cad, win, &cn); /* 1 s, asked twice a second */
+	CHECK(cad == 1e9);
+	nc__utc_ptp_cadence(100000000000ll, &cad, win, &cn); /* a 100 s gap */
+	CHECK(cad == 1e9);
+	for (int i = 0; i < 40; i++)
+		nc__utc_ptp_cadence(8000000000ll, &cad, win, &cn); /* the master now syncs every 8 s */
+	CHECK(cad == 8e9);
+	nc__utc_ptp_cadence(1000, &cad, win, &cn);
+	CHECK(cad == 1e6); /* (at least 1 ms) */
 	/* legacy hardware time stamps (2): ptp4l's clock is CLOCK_REALTIME,
 	 * no PHC is read */
 	g = good_ptp(-3000);
@@ -506,6 +574,7 @@ static struct {
 	int64_t phc_shift_ns;
 	int hw_phc;          /* PORT_HWCLOCK_NP's answer (-2: refused, as linuxptp 3) */
 	int64_t stale_ns;    /* its measurements this much older than its answers */
+	int64_t sync_ns;     /* it measures this often (0: at each answer) */
 } pf = {.fd = -1, .iface = "v0", .hw_phc = -2};
 
 static void set_mode(int m) { __atomic_store_n(&pf.mode, m, __ATOMIC_RELEASE); }
@@ -535,9 +604,11 @@ static void *fake_ptp4l(void *arg)
 		g.gm_present = mode != P_NO_GM;
 		g.timestamping = mode == P_HARDWARE;
 		g.iface = pf.iface;
-		g.log_sync = -5; /* (32 per second: the tests' refreshes are 20 a second) */
 		g.hw_phc = __atomic_load_n(&pf.hw_phc, __ATOMIC_ACQUIRE);
 		g.ingress_ns -= __atomic_load_n(&pf.stale_ns, __ATOMIC_ACQUIRE);
+		int64_t sync = __atomic_load_n(&pf.sync_ns, __ATOMIC_ACQUIRE);
+		if (sync > 0)
+			g.ingress_ns = g.ingress_ns / sync * sync; /* the last sync's */
 		if (mode == P_HARDWARE) {
 			g.time_flags = __atomic_load_n(&pf.time_flags, __ATOMIC_ACQUIRE);
 			g.ingress_ns += __atomic_load_n(&pf.phc_shift_ns, __ATOMIC_ACQUIRE);
@@ -748,6 +819,41 @@ static void case_ptp_stale_measurement(const char *arg)
 	}
 	nc_utc_stop();
 	unlink(pf.path);
+}
+
+/* ptp4l measuring once a second, asked twenty times a second: the
+ * figures are a second old at most, and stay synchronised (they stay
+ * fresh four of ptp4l's measurement intervals, as measured from its
+ * answers); the master silent: free-running within four of them and two
+ * refreshes */
+static void case_ptp_slow_sync(const char *arg)
+{
+	(void)arg;
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", "50", 1);
+	__atomic_store_n(&pf.sync_ns, 1000000000ll, __ATOMIC_RELEASE);
+	start_ptp4l(P_GOOD, 1000000);
+	(void)nc_utc_start();
+	struct nc_utc_status s;
+	(void)status_after(2.5, &s); /* two syncs seen: the interval known */
+	int free_running = 0, n = 0;
+	int64_t end = real_ns() + 3000000000ll;
+	while (real_ns() < end) {
+		free_running += read_holds(-1000000);
+		n++;
+		usleep(5000);
+	}
+	CHECK(nc_get_utc_status(&s) == 0);
+	fprintf(stderr, "case: %d of %d reads free-running; fresh for %.1f s\n", free_running, n, s.fresh_s);
+	CHECK(free_running == 0 && s.fresh_s >= 4 - 1e-9 && s.fresh_s <= 4.1);
+	/* the master silent (no sync since, the port still SLAVE) */
+	__atomic_store_n(&pf.stale_ns, 6000000000ll, __ATOMIC_RELEASE);
+	(void)status_after(0.2, &s);
+	fprintf(stderr, "case: silent: %s: %s\n", nc_utc_status_name(s.status), s.why);
+	CHECK(s.status == NC_UTC_FREE_RUNNING);
+	nc_utc_stop();
+	stop_ptp4l();
+	__atomic_store_n(&pf.sync_ns, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&pf.stale_ns, 0, __ATOMIC_RELEASE);
 }
 
 /* no ptp4l at the path: unknown with the reason; ptp4l started later
@@ -1160,6 +1266,7 @@ static const struct child_case cases[] = {
 	{"ptp_turns_refused", case_ptp_turns_bad, "6", NULL, NULL},
 	{"ptp_turns_truncated", case_ptp_turns_bad, "7", NULL, NULL},
 	{"ptp_stale_measurement", case_ptp_stale_measurement, NULL, NULL, NULL},
+	{"ptp_slow_sync", case_ptp_slow_sync, NULL, NULL, NULL},
 	{"ptp_absent", case_ptp_absent, NULL, NULL, NULL},
 	{"phc_decode", case_phc_decode, NULL, NULL, NULL},
 	{"phc_standin", case_phc_standin, NULL, NULL, NULL},

@@ -611,10 +611,11 @@ static int take_replies(struct nc__utc_fix *f, double wait_ms) NC_REQUIRES(nc__l
 		nc__utc_ptp_leap(now_real, (pt.figs.time_flags & TF_LEAP) != 0, &pt.leap_at, &pt.leap_until);
 		pt.figs.leap_at_ns = pt.leap_at;
 		pt.figs.leap_until_ns = pt.leap_until;
-		if (pt.last_ingress && pt.figs.ingress_ns)
-			nc__utc_ptp_cadence(pt.figs.ingress_ns - pt.last_ingress, &pt.cadence, pt.cad_win,
-					    &pt.cad_n);
-		pt.last_ingress = pt.figs.ingress_ns;
+		/* (times from the wire: only plausible ones subtracted) */
+		int64_t ing = pt.figs.ingress_ns;
+		if (ing > 0 && ing < INT64_MAX / 2 && pt.last_ingress > 0)
+			nc__utc_ptp_cadence(ing - pt.last_ingress, &pt.cadence, pt.cad_win, &pt.cad_n);
+		pt.last_ingress = ing > 0 && ing < INT64_MAX / 2 ? ing : 0;
 		pt.figs.cadence_ns = pt.cadence;
 		(void)nc__utc_ptp_fix(&pt.figs, hw ? &m : NULL, now_real, f);
 		/* the PHC's index asked again after anything but a bound (a

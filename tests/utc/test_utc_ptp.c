@@ -33,7 +33,8 @@
  *   - a real ptp4l pair (Debian's linuxptp, root): two network namespaces
  *     joined by a veth pair, software time stamping, neither ptp4l
  *     steering the clock (free_running): synchronised through ptp, the
- *     half width at least the offset ptp4l measured and at most 1 ms; the
+ *     half width at least the offset ptp4l measured and at most 1 ms, in
+ *     the library and in `nanoclock now --json`; the
  *     master killed, not synchronised within 15 s; the master started
  *     again, then the slave's ptp4l restarted: synchronised again by
  *     figures measured after each. */
@@ -1148,6 +1149,23 @@ static void case_ptp_real_pair(const char *arg)
 			s.half_width_ns);
 		ok = s.status == NC_UTC_SYNCHRONISED && s.half_width_ns >= fabs(offset) &&
 		     s.half_width_ns <= 1e6;
+		/* and as a user asks it: `nanoclock now --json`, a fresh
+		 * process (NANOCLOCK_UTC_SOURCE names the pair's slave) */
+		char tool[4200];
+		static char js[8192];
+		const char *nargs[] = {"now", "--json", NULL};
+		CHECK(run_built("nanoclock", tool, sizeof(tool)) == 0);
+		CHECK(run_capture(tool, nargs, NULL, NULL, NULL, js, sizeof(js)) == 0);
+		const char *e = strstr(js, "\"earliest_ns\": "), *l = strstr(js, "\"latest_ns\": ");
+		double half = e && l ? (atof(l + 13) - atof(e + 15)) / 2 : -1;
+		int tool_ok = strstr(js, "\"utc_source\": \"ptp\"") &&
+			      strstr(js, "\"utc_status\": \"synchronised\"") && half >= fabs(offset) &&
+			      half <= 1e6;
+		fprintf(stderr, "case: nanoclock now --json: half width %.0f ns%s\n", half,
+			tool_ok ? "" : ": not as asked");
+		if (!tool_ok)
+			fputs(js, stderr);
+		ok = ok && tool_ok;
 	}
 	ok = ok && judged;
 	int gone = 0;

@@ -114,6 +114,10 @@ int main(int argc, char **argv)
 	case NC_CMD_CHECK: rc = cmd_check(&o.check); break;
 	default: rc = tool_bench_run(&o.bench); break;
 	}
+	/* the UTC source let go before the exit (ptp4l's: a socket and its
+	 * bound name; chrony's: a socket), as the daemon does */
+	if (o.cmd != NC_CMD_BENCH)
+		nc_utc_stop();
 	/* a full disk, /dev/full, a closed pipe: the command failed */
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "nanoclock: standard output: write error\n");

@@ -645,7 +645,7 @@ static void start_ptp4l(int mode, int64_t offset_ns)
 	if (!pf.path[0])
 		snprintf(pf.path, sizeof(pf.path), "/tmp/nc-ptp4l-%d.sock", (int)getpid());
 	unlink(pf.path);
-	pf.fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+	pf.fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0); /* (not the tool's, when it runs) */
 	CHECK(pf.fd >= 0);
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s", pf.path);

@@ -102,7 +102,6 @@ int nc__utc_phc_pick(const int64_t (*s)[3], int n, struct nc__phc_meas *m)
 	m->at_ns = s[best][0] + width / 2;
 	m->off_ns = (double)(m->at_ns - s[best][1]) + (double)(width % 2) / 2;
 	m->half_ns = (double)width / 2;
-	m->samples = n;
 	return 0;
 }
 
@@ -181,7 +180,6 @@ static int read_phc(int fd, int64_t (*s)[3], int *n, struct nc__phc_meas *m)
 	x.n_samples = PHC_SAMPLES;
 	*n = 0;
 	if (fn(fd, PTP_SYS_OFFSET_EXTENDED, &x) == 0) {
-		m->how = "PTP_SYS_OFFSET_EXTENDED";
 		for (int i = 0; i < PHC_SAMPLES; i++, (*n)++)
 			for (int k = 0; k < 3; k++)
 				if (clock_ns(&x.ts[i][k], &s[i][k]) != 0)
@@ -200,7 +198,6 @@ static int read_phc(int fd, int64_t (*s)[3], int *n, struct nc__phc_meas *m)
 		nc__fmt(m->why, sizeof(m->why), "%s: PTP_SYS_OFFSET: %s", m->dev, strerror(errno));
 		return -1;
 	}
-	m->how = "PTP_SYS_OFFSET";
 	for (int i = 0; i < PHC_SAMPLES; i++, (*n)++)
 		if (clock_ns(&y.ts[2 * i], &s[i][0]) != 0 || clock_ns(&y.ts[2 * i + 1], &s[i][1]) != 0 ||
 		    clock_ns(&y.ts[2 * i + 2], &s[i][2]) != 0)

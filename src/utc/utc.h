@@ -139,8 +139,6 @@ struct nc__phc_meas {
 	double half_ns;   /* ... within this (half the bracket of system reads) */
 	int64_t at_ns;    /* CLOCK_REALTIME then */
 	uint64_t at_tick; /* the counter then */
-	int samples;
-	const char *how;  /* the ioctl that gave them */
 	char why[160];    /* why there is no reading */
 };
 /* Pure: the narrowest of n readings (CLOCK_REALTIME before, the PHC,

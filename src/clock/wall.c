@@ -82,6 +82,8 @@ static struct {
 				the next tie; also read without the lock (atomic) */
 	int64_t tie_real;    /* CLOCK_REALTIME at the latest tie's tie_tick ... */
 	double tie_rate;     /* ... and the rate followed from it, ns per tick */
+	int told;            /* the listener has heard of off_told: */
+	int64_t off_told;    /* REALTIME - MONOTONIC, as of the last set it heard of */
 } wall NC_GUARDED_BY(nc__lib_lock); /* zero-initialised (period set by
 					  nc__wall_start): in .bss with the rest of the
 					  start's state, not the one variable of .data a
@@ -278,6 +280,27 @@ static int decide(const struct nc__epoch *old, uint64_t t, const struct tie *ti,
 	return step;
 }
 
+/* The set of the system clock since the listener last heard of one:
+ * REALTIME's offset from MONOTONIC moved (only a set moves it), by more
+ * than both ties' brackets and 1 us.  Whether or not the line follows it
+ * as a step — a set smaller than a period slews is slewed in, and a line
+ * re-tied late takes it silently — CLOCK_REALTIME moved by this much from
+ * where a time source's older figures put it: the UTC bound allows for it
+ * (ns, > 0 forward; 0: none). */
+static double set_since_told(const struct tie *ti) NC_REQUIRES(nc__lib_lock)
+{
+	if (!wall.told) {
+		wall.told = 1;
+		wall.off_told = ti->off;
+		return 0;
+	}
+	double moved = (double)(ti->off - wall.off_told);
+	if (fabs(moved) <= ti->hw + wall.hw_ns + 1000)
+		return 0;
+	wall.off_told = ti->off;
+	return moved;
+}
+
 /* The next epoch where the tie is late (nobody asked for a while): re-tie
  * at the tie, never below what readers may have been handed, slewing any
  * rest.  L: old's end; behind: the read that asked is before old's start. */
@@ -337,13 +360,19 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why) NC_REQ
 	double err = 0;
 	int set = 0;
 	int step = old ? decide(old, t, &ti, why, &err, &set) : 1;
-	double stepped = 0; /* the step followed, ns, > 0 forward (for the listener) */
-	/* A set with nothing to follow (a set to the same time): keep the
-	 * line, which the next refresh slews on schedule.  A re-tie inside
-	 * the epoch cannot lower its slope: readers still on the old copy
-	 * would be handed more than its successor. */
-	if (why == WHY_SET && !step)
+	/* the set for the listener, ns, > 0 forward: not from a tie too wide
+	 * to trust (the next one tells it) */
+	double moved = !step && ti.unsure ? 0 : set_since_told(&ti);
+	/* A set with nothing to follow (a set to the same time, or the line
+	 * already where it goes): keep the line, which the next refresh slews
+	 * on schedule.  A re-tie inside the epoch cannot lower its slope:
+	 * readers still on the old copy would be handed more than its
+	 * successor. */
+	if (why == WHY_SET && !step) {
+		if (moved != 0 && nc__wall_listener)
+			nc__wall_listener(0, moved);
 		return;
+	}
 	uint64_t L = old ? old->t0 + old->span : 0;
 	/* where the read that asked for the tie is: behind the epoch's start
 	 * (a reset counter), inside it (a set), or past its end */
@@ -364,8 +393,6 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why) NC_REQ
 		e.t0 = ti.b.mid;
 		nc__slope_from_ns(rate, &e);
 		e.c0 = nc__c0_for(e.t0, (uint64_t)ti.real_at_mid, e.mi, e.mf);
-		if (old)
-			stepped = err; /* (> 0: forward) */
 		if (old && set) {
 			__atomic_store_n(&wall.steps, wall.steps + 1, __ATOMIC_RELAXED);
 			nc__log(NC_LOG_INFO, "system clock %s by %+.6f s: followed as a step",
@@ -388,7 +415,7 @@ static void wall_update(const struct nc__epoch *old, uint64_t t, int why) NC_REQ
 	double left = (double)(int64_t)((uint64_t)ti.real_at_mid - nc__epoch_value(&e, ti.b.mid));
 	record(&ti, rate, rate_ppm, left, why);
 	if (nc__wall_listener)
-		nc__wall_listener(why == WHY_PERIOD, stepped);
+		nc__wall_listener(why == WHY_PERIOD, moved);
 	nc__log(NC_LOG_DEBUG, "Unix time tied: +-%.0f ns, %+.0f ns to slew in (%+.0f from the old "
 		"line), CLOCK_MONOTONIC %+.3f ppm from the counter's rate (+-%.3f)", ti.hw, left, err,
 		(rate / ns_tick - 1) * 1e6, rate_ppm);

@@ -41,10 +41,12 @@ struct nc__wall_tie {
 };
 NC_HIDDEN void nc__wall_tie(struct nc__wall_tie *t) NC_REQUIRES(nc__lib_lock);
 /* Called (nc__lib_lock held) after every new epoch of Unix time, period 1
- * when a period's tie made it, stepped_ns the step of the system clock it
- * followed (0: none; > 0 forward, < 0 back): the UTC bound is republished with it (set by
- * src/utc/ when it starts; a pointer, so that the clocks call nothing
- * above them). */
+ * when a period's tie made it, stepped_ns the set of the system clock seen
+ * since the last call (REALTIME's offset from MONOTONIC moved; 0: none;
+ * > 0 forward, < 0 back), whether the line stepped with it or slews it in;
+ * also after a set the line had nothing to follow for: the UTC bound is
+ * republished with it (set by src/utc/ when it starts; a pointer, so that
+ * the clocks call nothing above them). */
 NC_HIDDEN extern void (*nc__wall_listener)(int period, double stepped_ns) NC_GUARDED_BY(nc__lib_lock);
 
 #endif

@@ -576,7 +576,14 @@ static struct {
 	int hw_phc;          /* PORT_HWCLOCK_NP's answer (-2: refused, as linuxptp 3) */
 	int64_t stale_ns;    /* its measurements this much older than its answers */
 	int64_t sync_ns;     /* it measures this often (0: at each answer) */
-} pf = {.fd = -1, .iface = "v0", .hw_phc = -2};
+	/* on the test's steppable CLOCK_REALTIME (sim_real): each measurement
+	 * (at a multiple of sync_ns of the real clock) dated on that clock
+	 * and finding it off by what the test had set it by then: before
+	 * the latest set (sim_at, real ns), sim_prev (sim_mu) */
+	int on_sim;
+	pthread_mutex_t sim_mu;
+	int64_t sim_at, sim_prev;
+} pf = {.sim_mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .iface = "v0", .hw_phc = -2};
 
 static void set_mode(int m) { __atomic_store_n(&pf.mode, m, __ATOMIC_RELEASE); }
 static void set_offset(int64_t o) { __atomic_store_n(&pf.offset_ns, o, __ATOMIC_RELEASE); }
@@ -610,6 +617,14 @@ static void *fake_ptp4l(void *arg)
 		int64_t sync = __atomic_load_n(&pf.sync_ns, __ATOMIC_ACQUIRE);
 		if (sync > 0)
 			g.ingress_ns = g.ingress_ns / sync * sync; /* the last sync's */
+		if (__atomic_load_n(&pf.on_sim, __ATOMIC_ACQUIRE) && sync > 0) {
+			pthread_mutex_lock(&pf.sim_mu);
+			int64_t off = g.ingress_ns >= pf.sim_at ? __atomic_load_n(&sim_offset, __ATOMIC_ACQUIRE)
+							      : pf.sim_prev;
+			pthread_mutex_unlock(&pf.sim_mu);
+			g.ingress_ns += off;
+			g.offset_ns += off;
+		}
 		if (mode == P_HARDWARE) {
 			g.time_flags = __atomic_load_n(&pf.time_flags, __ATOMIC_ACQUIRE);
 			g.ingress_ns += __atomic_load_n(&pf.phc_shift_ns, __ATOMIC_ACQUIRE);
@@ -855,6 +870,118 @@ static void case_ptp_slow_sync(const char *arg)
 	stop_ptp4l();
 	__atomic_store_n(&pf.sync_ns, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&pf.stale_ns, 0, __ATOMIC_RELEASE);
+}
+
+/* the library's CLOCK_REALTIME set by delta, as the fake's measurements
+ * after now see it */
+static void sim_set(int64_t delta)
+{
+	pthread_mutex_lock(&pf.sim_mu);
+	pf.sim_prev = __atomic_load_n(&sim_offset, __ATOMIC_ACQUIRE);
+	pf.sim_at = real_ns();
+	__atomic_add_fetch(&sim_offset, delta, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&pf.sim_mu);
+}
+
+/* The system clock set while ptp4l's figures (dated on that clock) are
+ * older than the set: the set is allowed for until figures measured after
+ * it come, and a step back, which makes older figures look newer by up to
+ * its size, does not pass for one (core.c's margin).  "big": sets of
+ * -0.6 and +0.6 s, which the line follows as steps; "small": +150 us, less
+ * than a 200 ms period may slew, which the line slews in within a period
+ * while the figures still describe the clock before it.  The clock set is
+ * the library's view of CLOCK_REALTIME (sim_real), never the machine's;
+ * the truth is the real clock - 1 ms.  Another program's set of the real
+ * clock moves that truth with it, which no figures measured before it
+ * know: a round with reads near one is made again (clockstep.h), until
+ * one in which every read is judged. */
+static void case_ptp_step(const char *arg)
+{
+	int big = !strcmp(arg, "big");
+	static const int64_t big_steps[] = {-600000000, 600000000}, small_steps[] = {150000};
+	const int64_t *steps = big ? big_steps : small_steps;
+	int nsteps = big ? 2 : 1;
+	const int64_t sync = 1000000000ll; /* ptp4l measures every second */
+	double period_s = big ? 0.05 : 0.2;
+	/* a real set's effect lasts until figures measured after it */
+	int64_t lag = sync + (int64_t)(period_s * 1e9) + 250000000;
+	steppable_realtime();
+	setenv("NANOCLOCK_UNIX_REFRESH_MS", big ? "50" : "200", 1);
+	__atomic_store_n(&pf.sync_ns, sync, __ATOMIC_RELEASE);
+	__atomic_store_n(&pf.on_sim, 1, __ATOMIC_RELEASE);
+	start_ptp4l(P_GOOD, 1000000);
+	(void)nc_utc_start();
+	struct nc_utc_status s;
+	CHECK(status_after(1.5, &s) == NC_UTC_SYNCHRONISED);
+	struct clockstep cs;
+	memset(&cs, 0, sizeof(cs));
+	for (int k = 0; k < nsteps; k++) {
+		for (int tries = 0;; tries++) {
+			/* 0.3 s past a measurement, which ptp4l has answered by
+			 * then (looking at the real clock meanwhile: a set of it
+			 * just before would go unseen by the first look after) */
+			while ((real_ns() % sync) / 1000000 != 300) {
+				(void)clockstep_calm(&cs, lag);
+				usleep(500);
+			}
+			long seen = cs.steps;
+			int64_t t_set = real_ns();
+			sim_set(steps[k]);
+			long n = 0, judged = 0, sync_after = 0;
+			while (real_ns() < t_set + sync + 500000000ll) {
+				int calm = clockstep_calm(&cs, lag);
+				struct nc_utc u;
+				int64_t a = real_ns();
+				int st = nc_utc_now(&u);
+				int64_t b = real_ns();
+				n++;
+				if (calm && clockstep_calm(&cs, lag) &&
+				    (st == NC_UTC_SYNCHRONISED || st == NC_UTC_FREE_RUNNING)) {
+					judged++;
+					if (!(u.earliest_ns <= b - 1000000 && u.latest_ns >= a - 1000000)) {
+						nc_get_utc_status(&s);
+						fprintf(stderr, "case: set %+.6f s, read %ld (%.3f s after): [%+lld, "
+							"%+lld] from the truth: %s, bound %.0f ns, tie %.0f ns, "
+							"half width %.0f ns: %s\n", (double)steps[k] / 1e9, n,
+							(double)(a - t_set) / 1e9,
+							(long long)(u.earliest_ns - (a - 1000000)),
+							(long long)(u.latest_ns - (b - 1000000)),
+							nc_utc_status_name(st), s.source_bound_ns, s.tie_ns,
+							s.half_width_ns, s.why);
+						CHECK(0);
+					}
+				}
+				nc_get_utc_status(&s);
+				/* figures measured after the set: the offset found has it */
+				if (s.status == NC_UTC_SYNCHRONISED &&
+				    s.source_bound_ns > 1000000 + 0.8 * fabs((double)steps[k]))
+					sync_after++;
+				usleep(5000);
+			}
+			int calm = cs.steps == seen && judged == n;
+			/* the set undone (ptp4l's servo would slew it back) and
+			 * figures measured after that taken in */
+			sim_set(-steps[k]);
+			(void)status_after((double)sync / 1e9 + 1.2, &s);
+			if (calm) {
+				fprintf(stderr, "case: clock set %+.6f s with ptp4l's figures 0.3 s old: %ld "
+					"reads, %ld judged, each holding the truth; %ld synchronised on "
+					"figures measured after it\n",
+					(double)steps[k] / 1e9, n, judged, sync_after);
+				CHECK(sync_after > 0);
+				break;
+			}
+			if (tries == 11) {
+				fprintf(stderr, "case: 12 rounds, each beside a set of the real clock by "
+					"another process: nothing to judge\n");
+				CHECK(0);
+			}
+		}
+	}
+	nc_utc_stop();
+	stop_ptp4l();
+	__atomic_store_n(&pf.on_sim, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&pf.sync_ns, 0, __ATOMIC_RELEASE);
 }
 
 /* no ptp4l at the path: unknown with the reason; ptp4l started later
@@ -1285,6 +1412,8 @@ static const struct child_case cases[] = {
 	{"ptp_turns_truncated", case_ptp_turns_bad, "7", NULL, NULL},
 	{"ptp_stale_measurement", case_ptp_stale_measurement, NULL, NULL, NULL},
 	{"ptp_slow_sync", case_ptp_slow_sync, NULL, NULL, NULL},
+	{"ptp_step_big", case_ptp_step, "big", NULL, NULL},
+	{"ptp_step_small", case_ptp_step, "small", NULL, NULL},
 	{"ptp_absent", case_ptp_absent, NULL, NULL, NULL},
 	{"phc_decode", case_phc_decode, NULL, NULL, NULL},
 	{"phc_standin", case_phc_standin, NULL, NULL, NULL},

@@ -27,8 +27,13 @@ static void case_trace_intervals(const char *arg)
 		clockstep_begin(&cs, 70000000);
 		unlink(path);
 		record(path, 400, 1000, &g, 2000000);
-		if (clockstep_span_calm(&cs, 70000000) || tries == 3)
+		if (clockstep_span_calm(&cs, 70000000))
 			break;
+		if (tries == 11) {
+			fprintf(stderr, "case: 12 recordings, each across a set of the clock by another "
+				"process: nothing to judge\n");
+			CHECK(0);
+		}
 		g = cb_good(5000000);
 		munmap((void *)(uintptr_t)cb_map, 80);
 		cb_make(&g);
@@ -270,8 +275,15 @@ static void case_trace_two_offsets(const char *arg)
 			close(ab[k]);
 			close(ba[k]);
 		}
-		if (clockstep_span_calm(&cs, 1020000000) || tries == 3)
+		if (clockstep_span_calm(&cs, 1020000000))
 			break;
+		/* a recording takes about a second: beside a daemon that sets
+		 * the clock every 10 s (make check-disturbed), most are calm */
+		if (tries == 11) {
+			fprintf(stderr, "case: 12 recordings, each across a set of the clock by another "
+				"process: nothing to judge\n");
+			CHECK(0);
+		}
 	}
 	int fd = open(f[1], O_RDWR);
 	CHECK(fd >= 0);

@@ -501,6 +501,46 @@ __attribute__((unused)) static void vm_write(struct vmpage *g)
 
 __attribute__((unused)) static int on_tsc(void) { return strcmp(nc_counter_name(), "tsc") == 0; }
 
+/* ---- `nanoclock daemon --clockbound`, relaying a source ---- */
+
+/* The tool built beside the test, run as the tests run (tests/run.h), once:
+ * it relays the source NANOCLOCK_UTC_SOURCE names into a segment made in
+ * a new directory dir (a mkdtemp template), at seg; its output on stderr. */
+__attribute__((unused)) static void relay_once(char *tool, size_t toollen, char *dir, char *seg, size_t seglen)
+{
+	CHECK(run_built("nanoclock", tool, toollen) == 0);
+	CHECK(mkdtemp(dir) != NULL);
+	char rec[128];
+	snprintf(seg, seglen, "%s/shm0", dir);
+	snprintf(rec, sizeof(rec), "%s/record", dir);
+	const char *args[] = {"daemon", "--once", "--record", rec, "--clockbound", seg, NULL};
+	static char out[8192];
+	int rc = run_capture(tool, args, NULL, NULL, NULL, out, sizeof(out));
+	fputs(out, stderr);
+	CHECK(rc == 0);
+}
+
+/* The relayed segment taken as nanoclock's own source: what nc_utc_start
+ * said, and one read, which holds REALTIME + shift. */
+__attribute__((unused)) static int read_relayed(const char *seg, int64_t shift, struct nc_utc *u)
+{
+	char v[160];
+	snprintf(v, sizeof(v), "clockbound:%s", seg);
+	setenv("NANOCLOCK_UTC_SOURCE", v, 1);
+	int rc = nc_utc_start();
+	int64_t a = real_ns();
+	(void)nc_utc_now(u);
+	check_holds(u, a, real_ns(), shift);
+	return rc;
+}
+
+__attribute__((unused)) static void remove_dir(const char *dir)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	(void)!system(cmd);
+}
+
 /* ---- traces: each sync record's interval, and several machines merged ---- */
 
 /* Records n events `gap_us` apart on this thread, each with CLOCK_REALTIME

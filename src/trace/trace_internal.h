@@ -134,6 +134,8 @@ struct nc__tr_anchor {
 	int64_t mono, real;       /* CLOCK_MONOTONIC_RAW, CLOCK_REALTIME there */
 	uint64_t mi, mf;          /* ns per tick from here to the next anchor (64.64) */
 	int have_slope;
+	uint64_t ui, uf;          /* ... and of Unix time, where it is interpolated */
+	int have_uslope;
 	int step;                 /* the system clock was set before the next anchor */
 	/* 1.2: the UTC interval around `real` (UINT64_MAX: unknown), the
 	 * source's figures' time, how fast the bound grows, status, source */

@@ -161,11 +161,68 @@ static void child_gaps(const char *arg)
 	check(0, 0);
 }
 
+static int by_ticks(const void *p, const void *q)
+{
+	uint64_t x = ((const struct nc_trace_rec *)p)->ticks, y = ((const struct nc_trace_rec *)q)->ticks;
+	return x < y ? -1 : x > y;
+}
+
+/* The system clock slower than MONOTONIC_RAW (NTP slewing it -300 ppm):
+ * Unix time still never goes back as the counter goes forward, at the
+ * finest grain -- 100,000 events on consecutive counter values (a third of
+ * a ns apart), between two anchors 10 ms apart, and the same for
+ * CLOCK_MONOTONIC_RAW. */
+static void child_slow_unix(const char *arg)
+{
+	(void)arg;
+	start(0);
+	world_real_rate(1 - 300e-6);
+	for (int i = 0; i < 5; i++) {
+		w.T += 1e6;
+		event();
+	}
+	enum { BURST = 100000 };
+	uint64_t tk0 = nc_ticks();
+	for (uint64_t j = 0; j < BURST; j++)
+		nc_trace_event_at(b, tk0 + 1000 + j, NC_TRACE_INSTANT, 2, j);
+	for (int i = 0; i < 25; i++) {
+		w.T += 1e6;
+		event();
+	}
+	nc_trace_thread_end(b);
+	CHECK(nc_trace_close(t) == 0);
+	const char *paths[1] = {path};
+	struct nc_trace_reader *r[1];
+	struct nc_trace_rec *ev;
+	long k = read_merged(paths, 1, r, &ev);
+	CHECK(k == ntr + BURST);
+	qsort(ev, (size_t)k, sizeof(*ev), by_ticks);
+	long back_u = 0, back_m = 0;
+	for (long i = 1; i < k; i++) {
+		if (ev[i].ticks == ev[i - 1].ticks)
+			continue;
+		back_u += ev[i].unix_ns < ev[i - 1].unix_ns;
+		back_m += ev[i].mono_ns < ev[i - 1].mono_ns;
+		if (ev[i].unix_ns < ev[i - 1].unix_ns && back_u <= 3)
+			fprintf(stderr, "event at tick %llu: Unix time %lld ns, 1 tick before %lld\n",
+				(unsigned long long)ev[i].ticks, (long long)ev[i].unix_ns,
+				(long long)ev[i - 1].unix_ns);
+	}
+	fprintf(stderr, "      %ld events a tick apart, REALTIME at -300 ppm: Unix time back %ld times, "
+		"MONOTONIC_RAW %ld\n", k, back_u, back_m);
+	CHECK(back_u == 0 && back_m == 0);
+	free(ev);
+	nc_trace_read_close(r[0]);
+	unlink(path);
+	free(path);
+}
+
 static const struct child_case cases[] = {
 	{"slew", child_slew, NULL, "world", NULL},
 	{"step", child_step, NULL, "world", NULL},
 	{"gaps_periodic", child_gaps, "periodic", "world", NULL},
 	{"gaps_wrap_only", child_gaps, "wrap-only", "world", NULL},
+	{"slow_unix", child_slow_unix, NULL, "world", NULL},
 };
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
 

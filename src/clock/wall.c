@@ -82,8 +82,11 @@ static struct {
 				the next tie; also read without the lock (atomic) */
 	int64_t tie_real;    /* CLOCK_REALTIME at the latest tie's tie_tick ... */
 	double tie_rate;     /* ... and the rate followed from it, ns per tick */
-	int told;            /* the listener has heard of off_told: */
-	int64_t off_told;    /* REALTIME - MONOTONIC, as of the last set it heard of */
+	int told;            /* the listener's baseline is taken: */
+	int64_t off_told;    /* REALTIME - MONOTONIC as of the last set it heard of ... */
+	double off_told_hw;  /* ... +- this */
+	int64_t boot_told;   /* BOOTTIME - MONOTONIC then ... */
+	double boot_told_hw; /* ... +- this */
 } wall NC_GUARDED_BY(nc__lib_lock); /* zero-initialised (period set by
 					  nc__wall_start): in .bss with the rest of the
 					  start's state, not the one variable of .data a
@@ -101,7 +104,8 @@ static void publish(const struct nc__epoch *e) NC_REQUIRES(nc__lib_lock)
 /* ---- take_tie ---- */
 struct tie {
 	struct nc__bracket b; /* counter against CLOCK_MONOTONIC */
-	int64_t off;          /* REALTIME - MONOTONIC */
+	int64_t off;          /* REALTIME - MONOTONIC ... */
+	double off_hw;        /* ... +- this, ns */
 	double hw;            /* both half-widths, ns */
 	int unsure;           /* still wider than WIDE_NS */
 	int64_t real_at_mid;  /* REALTIME at b.mid */
@@ -135,6 +139,7 @@ static void take_tie(struct tie *ti, double ns_tick, int read_kernel) NC_REQUIRE
 	}
 	double off_hw;
 	ti->off = realtime_offset(&off_hw);
+	ti->off_hw = off_hw;
 	ti->hw = (double)ti->b.width * ns_tick / 2 + off_hw;
 	/* On a busy machine every try may have been preempted: try again a
 	 * few times; a tie still that wide is not used to correct anything
@@ -147,6 +152,7 @@ static void take_tie(struct tie *ti, double ns_tick, int read_kernel) NC_REQUIRE
 		if (b2.width != UINT64_MAX && (double)b2.width * ns_tick / 2 + hw2 < ti->hw) {
 			ti->b = b2;
 			ti->off = off2;
+			ti->off_hw = hw2;
 			ti->hw = (double)b2.width * ns_tick / 2 + hw2;
 		}
 	}
@@ -280,25 +286,62 @@ static int decide(const struct nc__epoch *old, uint64_t t, const struct tie *ti,
 	return step;
 }
 
+/* BOOTTIME - MONOTONIC (the time slept in suspends), and half the bracket
+ * it was read in */
+static int64_t boot_offset(double *hw)
+{
+	int64_t best = INT64_MAX, off = 0;
+	for (int i = 0; i < 3; i++) {
+		int64_t a = nc__ref.mono(), r = nc__ref.boot(), b = nc__ref.mono();
+		if (b >= a && b - a < best) {
+			best = b - a;
+			off = r - (a + (b - a) / 2);
+		}
+	}
+	*hw = best == INT64_MAX ? 0 : (double)best / 2;
+	return off;
+}
+
 /* The set of the system clock since the listener last heard of one:
- * REALTIME's offset from MONOTONIC moved (only a set moves it), by more
- * than both ties' brackets and 1 us.  Whether or not the line follows it
- * as a step — a set smaller than a period slews is slewed in, and a line
- * re-tied late takes it silently — CLOCK_REALTIME moved by this much from
- * where a time source's older figures put it: the UTC bound allows for it
- * (ns, > 0 forward; 0: none). */
+ * REALTIME's offset from MONOTONIC moved (only a set, a leap second or a
+ * resume moves it) by more than both looks' brackets.  Whether or not the
+ * line follows it as a step -- a set smaller than a period slews is slewed
+ * in, and a line re-tied late takes it silently -- CLOCK_REALTIME moved by
+ * this much from where a time source's older figures put it: the UTC bound
+ * allows for it.  Returned in ns, > 0 forward, its size widened by both
+ * brackets (0: none).  The time a resume injects moves BOOTTIME's offset
+ * too and is not a set.  Kept, not told, while nobody listens: the UTC
+ * source started later may take figures older than it.  Only a narrow
+ * look is compared or kept (a wide one could hide a set in its bracket). */
 static double set_since_told(const struct tie *ti) NC_REQUIRES(nc__lib_lock)
 {
+	if (ti->off_hw > WIDE_NS)
+		return 0;
 	if (!wall.told) {
 		wall.told = 1;
 		wall.off_told = ti->off;
+		wall.off_told_hw = ti->off_hw;
+		wall.boot_told = boot_offset(&wall.boot_told_hw);
 		return 0;
 	}
+	double unc = ti->off_hw + wall.off_told_hw + 2; /* 2: the midpoints' rounding */
 	double moved = (double)(ti->off - wall.off_told);
-	if (fabs(moved) <= ti->hw + wall.hw_ns + 1000)
+	if (fabs(moved) <= unc || !nc__wall_listener)
 		return 0;
+	double bhw;
+	int64_t boot = boot_offset(&bhw);
+	double slept = (double)(boot - wall.boot_told);
+	if (fabs(slept) > bhw + wall.boot_told_hw + 2) {
+		moved -= slept;
+		unc += bhw + wall.boot_told_hw + 2;
+	}
 	wall.off_told = ti->off;
-	return moved;
+	wall.off_told_hw = ti->off_hw;
+	wall.boot_told = boot;
+	wall.boot_told_hw = bhw;
+	if (fabs(moved) <= unc)
+		return 0;
+	return moved > 0 ? moved + unc : moved - unc;
 }
 
 /* The next epoch where the tie is late (nobody asked for a while): re-tie

@@ -290,7 +290,8 @@ static void retry_chrony(void) NC_REQUIRES(nc__lib_lock)
 static void on_wall(int period, double stepped_ns) NC_REQUIRES(nc__lib_lock)
 {
 	NC_LOCK_HELD();
-	if (stepped_ns != 0 && u.have_good) {
+	/* counted with no figures yet too: the first may be older than it */
+	if (stepped_ns != 0) {
 		u.step_ns += fabs(stepped_ns);
 		if (stepped_ns < 0)
 			u.step_back_ns -= stepped_ns;
@@ -398,6 +399,10 @@ int nc__utc_start(const struct nc__config *cfg)
 	if (!u.have_good && !u.last_why[0])
 		nc__copy(u.last_why, sizeof(u.last_why), "no source gave a bound");
 	nc__wall_listener = on_wall;
+	/* a set of the system clock since the last tie, or while nothing
+	 * listened, is told now rather than at the next tie: the figures just
+	 * taken may be older than it */
+	nc__wall_retie();
 	publish();
 	nc__log(NC_LOG_INFO, "UTC source: %s", u.chosen);
 	__atomic_store_n(&u.started, 1, __ATOMIC_RELEASE);
@@ -420,7 +425,9 @@ void nc__utc_stop(void)
 	u.src = NULL;
 	u.is_auto = u.have_good = u.lost = u.disrupted = u.chrony_probe = 0;
 	u.watch_addr = u.watch_val = 0;
-	u.step_ns = u.step_back_ns = u.prev_slew_ns = 0;
+	/* (the sets of the clock followed stay: a source started again may
+	 * give figures older than them) */
+	u.prev_slew_ns = 0;
 	u.stopped = 1;
 	nc__copy(u.chosen, sizeof(u.chosen), "stopped (nc_utc_stop)");
 	nc__copy(u.last_why, sizeof(u.last_why), "stopped: nc_utc_stop was called; nc_utc_start starts it again");

@@ -292,6 +292,59 @@ static void child_suspend(const char *arg)
 	CHECK(in.unix_status.steps == (counter_runs ? 0u : 1u));
 }
 
+/* What Unix time tells the UTC bound (src/utc/core.c's listener) of sets
+ * of the system clock: each set once, its size widened by at most the two
+ * looks' brackets, whether the line steps with it (+5 ms) or slews it in
+ * (+150 us, less than a period slews), and nothing for a suspend (the
+ * kernel moves REALTIME's offset by the time slept, BOOTTIME's too), with
+ * the counter stopped or running through it. */
+static double told_ns, told_abs_ns;
+static int told_n;
+static void count_told(int period, double stepped_ns)
+{
+	(void)period;
+	if (stepped_ns != 0) {
+		told_ns += stepped_ns;
+		told_abs_ns += fabs(stepped_ns);
+		told_n++;
+	}
+}
+
+static void child_sets_told(const char *arg)
+{
+	(void)arg;
+	begin();
+	nc__lock();
+	nc__wall_listener = count_told;
+	nc__unlock();
+	live(3e9, 10e6, 1e9);
+	CHECK(told_n == 0);
+	static const struct {
+		int64_t set; /* 0: a suspend of 10 s */
+		int counter_runs;
+	} ev[] = {{5000000, 0}, {150000, 0}, {-150000, 0}, {0, 0}, {0, 1}, {-5000000, 0}};
+	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++) {
+		told_ns = told_abs_ns = 0;
+		told_n = 0;
+		if (ev[i].set)
+			world_real_step(ev[i].set);
+		else
+			world_suspend(10e9L, ev[i].counter_runs);
+		live(3e9, 10e6, 1e9);
+		/* the looks' brackets: a few reads' cost each (20 ns a read here) */
+		double slack = told_abs_ns - fabs((double)ev[i].set);
+		fprintf(stderr, "  %s %+.6f s: told %d time(s), %+.0f ns in all (|%.0f| ns, %.0f beyond the set)\n",
+			ev[i].set ? "set" : ev[i].counter_runs ? "suspend, counter running," : "suspend, counter stopped,",
+			ev[i].set ? (double)ev[i].set / 1e9 : 10.0, told_n, told_ns, told_abs_ns, slack);
+		if (ev[i].set) {
+			CHECK(told_n == 1 && (told_ns > 0) == (ev[i].set > 0));
+			CHECK(slack >= 0 && slack <= 500);
+		} else {
+			CHECK(told_n == 0);
+		}
+	}
+}
+
 static void child_counter_stops(const char *arg)
 {
 	(void)arg;
@@ -737,6 +790,7 @@ static const struct child_case cases[] = {
 	{"migration", child_migration, NULL, "world", NULL},
 	{"suspend_counter_stopped", child_suspend, "0", "world", NULL},
 	{"suspend_counter_running", child_suspend, "1", "world", NULL},
+	{"sets_told", child_sets_told, NULL, "world", NULL},
 	{"counter_stops", child_counter_stops, NULL, "world", NULL},
 	{"unsynchronised", child_unsynchronised, NULL, "world", NULL},
 	{"kernel_freq_plus_10", child_freq_bound, "10", "world", NULL},

@@ -885,22 +885,25 @@ static void sim_set(int64_t delta)
 
 /* The system clock set while ptp4l's figures (dated on that clock) are
  * older than the set: the set is allowed for until figures measured after
- * it come, and a step back, which makes older figures look newer by up to
- * its size, does not pass for one (core.c's margin).  "big": sets of
- * -0.6 and +0.6 s, which the line follows as steps; "small": +150 us, less
- * than a 200 ms period may slew, which the line slews in within a period
- * while the figures still describe the clock before it.  The clock set is
- * the library's view of CLOCK_REALTIME (sim_real), never the machine's;
- * the truth is the real clock - 1 ms.  Another program's set of the real
- * clock moves that truth with it, which no figures measured before it
- * know: a round with reads near one is made again (clockstep.h), until
- * one in which every read is judged. */
+ * it come, and no longer.  "big": sets of -0.6 and +0.6 s, which the line
+ * follows as steps, and a step back, which makes older figures look newer
+ * by up to its size, does not pass for one (core.c's margin); "small":
+ * +150 us, less than a 200 ms period slews, which the line slews in
+ * within a period; "retie": the same told at once (nc_unix_retie, as the
+ * upkeep thread's notice of a set does); "before": the same before the UTC
+ * source is started (first never started, then stopped), the figures the
+ * start takes older than the set.  The clock set is the library's view of
+ * CLOCK_REALTIME (sim_real), never the machine's; the truth is the real
+ * clock - 1 ms.  Another program's set of the real clock moves that truth
+ * with it, which no figures measured before it know: a round with reads
+ * near one is made again (clockstep.h), until one in which every read is
+ * judged. */
 static void case_ptp_step(const char *arg)
 {
-	int big = !strcmp(arg, "big");
-	static const int64_t big_steps[] = {-600000000, 600000000}, small_steps[] = {150000};
+	int big = !strcmp(arg, "big"), before = !strcmp(arg, "before"), retie = !strcmp(arg, "retie");
+	static const int64_t big_steps[] = {-600000000, 600000000}, small_steps[] = {150000, 150000};
 	const int64_t *steps = big ? big_steps : small_steps;
-	int nsteps = big ? 2 : 1;
+	int nsteps = big || before ? 2 : 1;
 	const int64_t sync = 1000000000ll; /* ptp4l measures every second */
 	double period_s = big ? 0.05 : 0.2;
 	/* a real set's effect lasts until figures measured after it */
@@ -910,11 +913,19 @@ static void case_ptp_step(const char *arg)
 	__atomic_store_n(&pf.sync_ns, sync, __ATOMIC_RELEASE);
 	__atomic_store_n(&pf.on_sim, 1, __ATOMIC_RELEASE);
 	start_ptp4l(P_GOOD, 1000000);
-	(void)nc_utc_start();
 	struct nc_utc_status s;
-	CHECK(status_after(1.5, &s) == NC_UTC_SYNCHRONISED);
+	if (before) {
+		/* ties of Unix time, no UTC source (a status or a UTC read
+		 * would start it) */
+		for (int64_t end = real_ns() + 1500000000ll; real_ns() < end; usleep(2000))
+			(void)nc_unix_ns();
+	} else {
+		(void)nc_utc_start(); /* (free-running until ptp4l's pace is known) */
+		CHECK(status_after(1.5, &s) == NC_UTC_SYNCHRONISED);
+	}
 	struct clockstep cs;
 	memset(&cs, 0, sizeof(cs));
+	int started = !before;
 	for (int k = 0; k < nsteps; k++) {
 		for (int tries = 0;; tries++) {
 			/* 0.3 s past a measurement, which ptp4l has answered by
@@ -924,10 +935,26 @@ static void case_ptp_step(const char *arg)
 				(void)clockstep_calm(&cs, lag);
 				usleep(500);
 			}
+			if (before && started)
+				nc_utc_stop();
 			long seen = cs.steps;
 			int64_t t_set = real_ns();
 			sim_set(steps[k]);
+			if (retie)
+				CHECK(nc_unix_retie() == 0);
+			if (before) {
+				/* the set seen by the ties (and the line slewed to
+				 * it) before the source starts, 0.7 s after ptp4l's
+				 * latest measurement */
+				while (real_ns() < t_set + 400000000) {
+					(void)nc_unix_ns();
+					usleep(2000);
+				}
+				(void)nc_utc_start();
+				started = 1;
+			}
 			long n = 0, judged = 0, sync_after = 0;
+			double first_hw = -1;
 			while (real_ns() < t_set + sync + 500000000ll) {
 				int calm = clockstep_calm(&cs, lag);
 				struct nc_utc u;
@@ -935,6 +962,8 @@ static void case_ptp_step(const char *arg)
 				int st = nc_utc_now(&u);
 				int64_t b = real_ns();
 				n++;
+				if (first_hw < 0 && (st == NC_UTC_SYNCHRONISED || st == NC_UTC_FREE_RUNNING))
+					first_hw = (double)(u.latest_ns - u.unix_ns);
 				if (calm && clockstep_calm(&cs, lag) &&
 				    (st == NC_UTC_SYNCHRONISED || st == NC_UTC_FREE_RUNNING)) {
 					judged++;
@@ -960,15 +989,22 @@ static void case_ptp_step(const char *arg)
 			}
 			int calm = cs.steps == seen && judged == n;
 			/* the set undone (ptp4l's servo would slew it back) and
-			 * figures measured after that taken in */
+			 * figures measured after that taken in: nothing of either
+			 * set is allowed for any more (the tie's part is the
+			 * line's own, as nc_get_unix_status states it) */
 			sim_set(-steps[k]);
 			(void)status_after((double)sync / 1e9 + 1.2, &s);
+			struct nc_unix_status us;
+			nc_get_unix_status(&us);
+			CHECK(nc_get_utc_status(&s) == 0);
 			if (calm) {
 				fprintf(stderr, "case: clock set %+.6f s with ptp4l's figures 0.3 s old: %ld "
-					"reads, %ld judged, each holding the truth; %ld synchronised on "
-					"figures measured after it\n",
-					(double)steps[k] / 1e9, n, judged, sync_after);
+					"reads, %ld judged, each holding the truth (the first +-%.0f ns); %ld "
+					"synchronised on figures measured after it; then the tie's part %.0f ns "
+					"(the line's %.0f ns)\n", (double)steps[k] / 1e9, n, judged, first_hw,
+					sync_after, s.tie_ns, us.tie_error_ns);
 				CHECK(sync_after > 0);
+				CHECK(s.tie_ns < us.tie_error_ns + 0.01 * fabs((double)steps[k]));
 				break;
 			}
 			if (tries == 11) {
@@ -1395,6 +1431,8 @@ static const struct child_case cases[] = {
 	{"ptp_slow_sync", case_ptp_slow_sync, NULL, NULL, NULL},
 	{"ptp_step_big", case_ptp_step, "big", NULL, NULL},
 	{"ptp_step_small", case_ptp_step, "small", NULL, NULL},
+	{"ptp_step_retie", case_ptp_step, "retie", NULL, NULL},
+	{"ptp_step_before_start", case_ptp_step, "before", NULL, NULL},
 	{"ptp_absent", case_ptp_absent, NULL, NULL, NULL},
 	{"phc_decode", case_phc_decode, NULL, NULL, NULL},
 	{"phc_standin", case_phc_standin, NULL, NULL, NULL},

@@ -22,12 +22,14 @@
  * larger half-bracket of the two anchors around it plus the rounding, and
  * within a process time never goes back as the counter goes forward.
  *
- * Unix time is interpolated the same way between the anchors' CLOCK_REALTIME
- * (NTP slews it slowly: a rate of its own, so that it too never goes back
- * as the counter goes forward), except where its offset from MONOTONIC_RAW
- * changed by more than a slew could (1 ms plus 1000 ppm of the interval):
- * the system clock was set, and the earlier offset holds until the anchor
- * after the step.
+ * Unix time adds CLOCK_REALTIME's offset from MONOTONIC_RAW, interpolated
+ * the same way (NTP slews it slowly) and rounded to whole ns, so that it
+ * moves only as often as it changes by a ns; where it shrinks, Unix time is
+ * the line between the anchors' CLOCK_REALTIME and MONOTONIC_RAW that
+ * offset below it: either way neither goes back as the counter goes
+ * forward.  Where the offset changed by more than a slew could (1 ms plus
+ * 1000 ppm of the interval) the system clock was set, and the earlier
+ * offset holds until the anchor after the step.
  */
 #include "trace_internal.h"
 
@@ -160,10 +162,10 @@ void nc__tr_anchors_build(struct nc_trace_reader *r)
 		int64_t doff = sub64(sub64(b->real, b->mono), sub64(a->real, a->mono));
 		if (fabs((double)doff) > MAX_STEP_NS + MAX_SLEW * (double)dm)
 			a->step = 1;
-		/* Unix time as one line of its own from a's to b's, not MONOTONIC_RAW
-		 * plus an interpolated offset: each part rounded alone, the sum could
-		 * go back a ns between two counter values where the offset shrinks
-		 * (the system clock slewed slower) */
+		/* Unix time as one line of its own from a's to b's where the
+		 * offset shrinks (the system clock slewed slower): MONOTONIC_RAW
+		 * plus the offset, each rounded alone, could go back a ns between
+		 * two counter values there */
 		int64_t dr = sub64(b->real, a->real);
 		a->have_uslope = 0;
 		if (a->have_slope && !a->step && dr > 0 &&
@@ -215,15 +217,20 @@ void nc__tr_convert(const struct nc_trace_reader *r, uint64_t t, int64_t *mono, 
 		uint64_t d = t - a->t;
 		m = (uint64_t)a->mono + (a->have_slope ? nc_impl_scale(d, a->mi, a->mf)
 						       : nc_conv_ticks_to_ns(&r->conv, d));
-		if (a->have_uslope) {
-			*mono = (int64_t)m;
-			*unx = (int64_t)((uint64_t)a->real + nc_impl_scale(d, a->ui, a->uf));
-			return;
-		}
 		if (!a->step) {
 			int64_t doff = sub64(sub64(b->real, b->mono), off);
 			double f = (double)d / (double)(b->t - a->t);
 			off = (int64_t)((uint64_t)off + (uint64_t)(int64_t)llround((double)doff * f));
+			if (doff < 0 && a->have_uslope) {
+				/* the offset shrinks: Unix time as its own line and
+				 * MONOTONIC_RAW that offset below it, so that both
+				 * still never go back (the offset moves |doff| times,
+				 * as it does the other way) */
+				uint64_t u = (uint64_t)a->real + nc_impl_scale(d, a->ui, a->uf);
+				*unx = (int64_t)u;
+				*mono = (int64_t)(u - (uint64_t)off);
+				return;
+			}
 		}
 	} else {
 		m = (uint64_t)a->mono + signed_conv(&r->conv, a->t, t);

@@ -52,7 +52,7 @@ csv_keys() {
 	awk -F, 'NR > 1 { print $1, $2, $4, $12 }' "$1" | sort -k1,1n -k2,2n -k3,3n | awk -v hf="$2" '
 		{ k = $1 " " $2; u = $4
 		  if ((k in mx) && (length(u) < length(mx[k]) ||
-		      (length(u) == length(mx[k]) && u < mx[k]))) { u = mx[k]; held++ }
+		      (length(u) == length(mx[k]) && (u "") < (mx[k] "")))) { u = mx[k]; held++ }
 		  mx[k] = u; print $1, $2, $3, u }
 		END { print held + 0 > hf }' | sort
 }

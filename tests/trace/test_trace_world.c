@@ -167,16 +167,17 @@ static int by_ticks(const void *p, const void *q)
 	return x < y ? -1 : x > y;
 }
 
-/* The system clock slower than MONOTONIC_RAW (NTP slewing it -300 ppm):
- * Unix time still never goes back as the counter goes forward, at the
- * finest grain -- 100,000 events on consecutive counter values (a third of
- * a ns apart), between two anchors 10 ms apart, and the same for
- * CLOCK_MONOTONIC_RAW. */
+/* The system clock slower (or faster) than MONOTONIC_RAW, NTP slewing it
+ * -300 (+300) ppm: Unix time and CLOCK_MONOTONIC_RAW still never go back
+ * as the counter goes forward, at the finest grain -- 100,000 events on
+ * consecutive counter values (a third of a ns apart), between two anchors
+ * 10 ms apart -- and their difference moves only as often as it changes by
+ * a ns (a Perfetto export repeats its clock snapshot at each move). */
 static void child_slow_unix(const char *arg)
 {
-	(void)arg;
+	double ppm = atof(arg);
 	start(0);
-	world_real_rate(1 - 300e-6);
+	world_real_rate(1 + ppm * 1e-6);
 	for (int i = 0; i < 5; i++) {
 		w.T += 1e6;
 		event();
@@ -197,10 +198,19 @@ static void child_slow_unix(const char *arg)
 	long k = read_merged(paths, 1, r, &ev);
 	CHECK(k == ntr + BURST);
 	qsort(ev, (size_t)k, sizeof(*ev), by_ticks);
-	long back_u = 0, back_m = 0;
+	long back_u = 0, back_m = 0, moves = 0;
+	int64_t off_first = 0, off_last = 0;
 	for (long i = 1; i < k; i++) {
 		if (ev[i].ticks == ev[i - 1].ticks)
 			continue;
+		if (ev[i].id == 2) { /* the burst */
+			int64_t o = ev[i].unix_ns - ev[i].mono_ns, p = ev[i - 1].unix_ns - ev[i - 1].mono_ns;
+			if (ev[i - 1].id == 2 && o != p)
+				moves++;
+			if (ev[i - 1].id != 2)
+				off_first = o;
+			off_last = o;
+		}
 		back_u += ev[i].unix_ns < ev[i - 1].unix_ns;
 		back_m += ev[i].mono_ns < ev[i - 1].mono_ns;
 		if (ev[i].unix_ns < ev[i - 1].unix_ns && back_u <= 3)
@@ -208,9 +218,12 @@ static void child_slow_unix(const char *arg)
 				(unsigned long long)ev[i].ticks, (long long)ev[i].unix_ns,
 				(long long)ev[i - 1].unix_ns);
 	}
-	fprintf(stderr, "      %ld events a tick apart, REALTIME at -300 ppm: Unix time back %ld times, "
-		"MONOTONIC_RAW %ld\n", k, back_u, back_m);
+	int64_t moved = off_last > off_first ? off_last - off_first : off_first - off_last;
+	fprintf(stderr, "      %ld events a tick apart, REALTIME at %+.0f ppm: Unix time back %ld times, "
+		"MONOTONIC_RAW %ld; their difference moved %ld times over %lld ns\n", k, ppm, back_u, back_m,
+		moves, (long long)moved);
 	CHECK(back_u == 0 && back_m == 0);
+	CHECK(moves <= moved + 1);
 	free(ev);
 	nc_trace_read_close(r[0]);
 	unlink(path);
@@ -222,7 +235,8 @@ static const struct child_case cases[] = {
 	{"step", child_step, NULL, "world", NULL},
 	{"gaps_periodic", child_gaps, "periodic", "world", NULL},
 	{"gaps_wrap_only", child_gaps, "wrap-only", "world", NULL},
-	{"slow_unix", child_slow_unix, NULL, "world", NULL},
+	{"slow_unix", child_slow_unix, "-300", "world", NULL},
+	{"fast_unix", child_slow_unix, "300", "world", NULL},
 };
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
 

@@ -32,6 +32,8 @@ struct world {
 	int64_t real_off;           /* CLOCK_REALTIME = CLOCK_MONOTONIC + real_off: an
 				       integer, so that Unix time (~1.8e18 ns) stays exact
 				       where long double is only a double (valgrind) */
+	int64_t boot_off;           /* CLOCK_BOOTTIME = CLOCK_MONOTONIC + boot_off (the
+				       time slept), as the kernel keeps it */
 	struct nc__kclock k;
 	int have_k;
 };
@@ -78,7 +80,7 @@ static int64_t w_real(void)
 static int64_t w_boot(void)
 {
 	world_tick();
-	return (int64_t)w.T;
+	return (int64_t)world_mono() + w.boot_off;
 }
 static int w_kclock(struct nc__kclock *k)
 {
@@ -97,6 +99,7 @@ static inline void world_install(void)
 	w.ctr_T0 = w.T;
 	w.ctr_rate = 3.0;
 	w.mono_v0 = 50e9L;
+	w.boot_off = 50000000000LL;
 	w.mono_T0 = w.T;
 	w.real_rate = 1.0;
 	w.real_off = 1795000000000000000LL - 50000000000LL;
@@ -142,6 +145,7 @@ static inline void world_suspend(long double ns, int counter_runs)
 	w.mono_v0 = world_mono();
 	w.mono_T0 = w.T + ns;
 	w.real_off += (int64_t)ns;
+	w.boot_off += (int64_t)ns;
 	w.T += ns;
 	w.raw_lost += ns;
 }

@@ -526,6 +526,18 @@ void nc__wall_retie(void)
 
 void (*nc__wall_listener)(int period, double stepped_ns);
 
+void nc__wall_tell_sets(void)
+{
+	if (!wall.have || !nc__wall_listener)
+		return;
+	struct tie ti;
+	memset(&ti, 0, sizeof(ti));
+	ti.off = realtime_offset(&ti.off_hw);
+	double moved = set_since_told(&ti);
+	if (moved != 0)
+		nc__wall_listener(0, moved);
+}
+
 void nc__wall_tie(struct nc__wall_tie *t)
 {
 	NC_LOCK_HELD();

@@ -48,5 +48,9 @@ NC_HIDDEN void nc__wall_tie(struct nc__wall_tie *t) NC_REQUIRES(nc__lib_lock);
  * republished with it (set by src/utc/ when it starts; a pointer, so that
  * the clocks call nothing above them). */
 NC_HIDDEN extern void (*nc__wall_listener)(int period, double stepped_ns) NC_GUARDED_BY(nc__lib_lock);
+/* Tells the listener now of a set of the system clock it has not heard of
+ * (one since the last tie, or from before it listened), the line left as
+ * it is (the next tie follows the set). */
+NC_HIDDEN void nc__wall_tell_sets(void) NC_REQUIRES(nc__lib_lock);
 
 #endif

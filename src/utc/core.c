@@ -402,7 +402,7 @@ int nc__utc_start(const struct nc__config *cfg)
 	/* a set of the system clock since the last tie, or while nothing
 	 * listened, is told now rather than at the next tie: the figures just
 	 * taken may be older than it */
-	nc__wall_retie();
+	nc__wall_tell_sets();
 	publish();
 	nc__log(NC_LOG_INFO, "UTC source: %s", u.chosen);
 	__atomic_store_n(&u.started, 1, __ATOMIC_RELEASE);

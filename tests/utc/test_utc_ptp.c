@@ -994,6 +994,10 @@ static void case_ptp_step(const char *arg)
 			 * line's own, as nc_get_unix_status states it) */
 			sim_set(-steps[k]);
 			(void)status_after((double)sync / 1e9 + 1.2, &s);
+			/* (and no real set meanwhile either: one near the end
+			 * would still be allowed for) */
+			(void)clockstep_calm(&cs, lag);
+			calm = calm && cs.steps == seen;
 			struct nc_unix_status us;
 			nc_get_unix_status(&us);
 			CHECK(nc_get_utc_status(&s) == 0);

@@ -110,7 +110,7 @@ NC_START void nc__now_start(void)
 	now_line.first_epoch_ns = now_line.epoch_ns = fmin(4.0 * (double)cal->window_ns, 80e6);
 	e.span = (now - e.t0) + (uint64_t)(now_line.epoch_ns * nc__rate_true_hz() / 1e9);
 	struct nc__bracket b = {st, sns, 0};
-	nc__events_start(&b, nc__ref.boot() - (nc__mono_raw_ns() - sns));
+	nc__events_start(&b, nc__events_slept(NULL));
 	set_lead(0);
 	publish(&e);
 }
@@ -153,9 +153,9 @@ static void now_refresh(const struct nc__epoch *old, uint64_t t) NC_REQUIRES(nc_
 		return;
 	uint64_t L = old->t0 + old->span;
 	struct nc__bracket b;
-	int64_t boot;
-	nc__events_measure(&b, &boot);
-	int look = nc__events_look(&b, boot);
+	int64_t slept;
+	nc__events_measure(&b, &slept);
+	int look = nc__events_look(&b, slept);
 	if (look == NC_LOOK_STOP) {
 		nc__events_counter_stopped();
 		return;

@@ -286,22 +286,6 @@ static int decide(const struct nc__epoch *old, uint64_t t, const struct tie *ti,
 	return step;
 }
 
-/* BOOTTIME - MONOTONIC (the time slept in suspends), and half the bracket
- * it was read in */
-static int64_t boot_offset(double *hw)
-{
-	int64_t best = INT64_MAX, off = 0;
-	for (int i = 0; i < 3; i++) {
-		int64_t a = nc__ref.mono(), r = nc__ref.boot(), b = nc__ref.mono();
-		if (b >= a && b - a < best) {
-			best = b - a;
-			off = r - (a + (b - a) / 2);
-		}
-	}
-	*hw = best == INT64_MAX ? 0 : (double)best / 2;
-	return off;
-}
-
 /* The set of the system clock since the listener last heard of one:
  * REALTIME's offset from MONOTONIC moved (only a set, a leap second or a
  * resume moves it) by more than both looks' brackets.  Whether or not the
@@ -321,7 +305,7 @@ static double set_since_told(const struct tie *ti) NC_REQUIRES(nc__lib_lock)
 		wall.told = 1;
 		wall.off_told = ti->off;
 		wall.off_told_hw = ti->off_hw;
-		wall.boot_told = boot_offset(&wall.boot_told_hw);
+		wall.boot_told = nc__events_slept(&wall.boot_told_hw);
 		return 0;
 	}
 	double unc = ti->off_hw + wall.off_told_hw + 2; /* 2: the midpoints' rounding */
@@ -329,7 +313,7 @@ static double set_since_told(const struct tie *ti) NC_REQUIRES(nc__lib_lock)
 	if (fabs(moved) <= unc || !nc__wall_listener)
 		return 0;
 	double bhw;
-	int64_t boot = boot_offset(&bhw);
+	int64_t boot = nc__events_slept(&bhw);
 	double slept = (double)(boot - wall.boot_told);
 	if (fabs(slept) > bhw + wall.boot_told_hw + 2) {
 		moved -= slept;

@@ -356,6 +356,28 @@ static void child_sets_told(const char *arg)
 	}
 }
 
+/* The kernel slewing CLOCK_MONOTONIC (and BOOTTIME with it) 500 ppm from
+ * CLOCK_MONOTONIC_RAW, a program reading every 5 s: BOOTTIME drifts 2.5 ms
+ * from RAW between two looks, which is no suspend (BOOTTIME's offset from
+ * MONOTONIC, the time slept, did not move); a real one then is seen, its
+ * length exact. */
+static void child_slewed_sparse(const char *arg)
+{
+	(void)arg;
+	begin();
+	world_real_rate(1 + 500e-6);
+	live(60e9, 5e9, 1e9);
+	struct nc_info in;
+	nc_get_info(&in);
+	fprintf(stderr, "  slewed +500 ppm, read every 5 s for 60 s: %u suspends seen\n", in.events.suspends);
+	CHECK(in.events.suspends == 0);
+	world_suspend(3e9L, 0);
+	live(10e9, 5e9, 1e9);
+	nc_get_info(&in);
+	fprintf(stderr, "  then a suspend of 3 s: %u seen, %.6f s\n", in.events.suspends, in.events.suspended_s);
+	CHECK(in.events.suspends == 1 && fabs(in.events.suspended_s - 3) < 1e-4);
+}
+
 static void child_counter_stops(const char *arg)
 {
 	(void)arg;
@@ -802,6 +824,7 @@ static const struct child_case cases[] = {
 	{"suspend_counter_stopped", child_suspend, "0", "world", NULL},
 	{"suspend_counter_running", child_suspend, "1", "world", NULL},
 	{"sets_told", child_sets_told, NULL, "world", NULL},
+	{"slewed_sparse", child_slewed_sparse, NULL, "world", NULL},
 	{"counter_stops", child_counter_stops, NULL, "world", NULL},
 	{"unsynchronised", child_unsynchronised, NULL, "world", NULL},
 	{"kernel_freq_plus_10", child_freq_bound, "10", "world", NULL},

@@ -63,9 +63,9 @@ struct nc_candidate {
 #define NC_MAX_CANDIDATES 12
 
 /* What the clock saw happen since it started (each refresh compares the
- * counter with CLOCK_MONOTONIC_RAW and CLOCK_BOOTTIME). */
+ * counter with CLOCK_MONOTONIC_RAW, and CLOCK_BOOTTIME with CLOCK_MONOTONIC). */
 struct nc_events {
-	uint32_t suspends;        /* CLOCK_BOOTTIME moved while CLOCK_MONOTONIC_RAW did not */
+	uint32_t suspends;        /* CLOCK_BOOTTIME moved while CLOCK_MONOTONIC did not */
 	double suspended_s;       /* their total length */
 	uint32_t counter_jumps;   /* the counter moved unlike CLOCK_MONOTONIC_RAW between
 				     two refreshes (a VM paused or migrated, a counter reset):

@@ -25,7 +25,8 @@ static struct {
 	int have;            /* a look was taken */
 	uint64_t t;          /* its counter value */
 	int64_t raw;         /* CLOCK_MONOTONIC_RAW there */
-	int64_t slept;       /* CLOCK_BOOTTIME - CLOCK_MONOTONIC then */
+	int64_t slept;       /* CLOCK_BOOTTIME - CLOCK_MONOTONIC then ... */
+	double slept_hw;     /* ... +- this */
 	struct nc_events ev;
 } seen NC_GUARDED_BY(nc__lib_lock);
 
@@ -48,34 +49,42 @@ int64_t nc__events_slept(double *hw)
 	return off;
 }
 
-void nc__events_measure(struct nc__bracket *b, int64_t *slept)
+void nc__events_measure(struct nc__bracket *b, int64_t *slept, double *slept_hw)
 {
 	struct nc__calib_io io = {NULL, nc__counter_io_read, nc__ref_io_raw};
 	nc__take_bracket(&io, 8, b);
-	*slept = nc__events_slept(NULL);
+	*slept = nc__events_slept(slept_hw);
 }
 
-static void remember(const struct nc__bracket *b, int64_t slept) NC_REQUIRES(nc__lib_lock)
+static void remember(const struct nc__bracket *b, int64_t slept, double slept_hw)
+	NC_REQUIRES(nc__lib_lock)
 {
 	seen.t = b->mid;
 	seen.raw = b->ref;
 	seen.slept = slept;
+	seen.slept_hw = slept_hw;
 	seen.have = 1;
 }
 
-NC_START void nc__events_start(const struct nc__bracket *b, int64_t slept) { remember(b, slept); }
+NC_START void nc__events_start(const struct nc__bracket *b)
+{
+	double hw;
+	int64_t slept = nc__events_slept(&hw);
+	remember(b, slept, hw);
+}
 
-int nc__events_look(const struct nc__bracket *b, int64_t slept)
+int nc__events_look(const struct nc__bracket *b, int64_t slept, double slept_hw)
 {
 	NC_LOCK_HELD();
 	if (!seen.have || b->width == UINT64_MAX) {
 		if (b->width != UINT64_MAX)
-			remember(b, slept);
+			remember(b, slept, slept_hw);
 		return NC_LOOK_OK;
 	}
 	double draw = (double)(b->ref - seen.raw);
+	/* (beyond both looks' brackets: a look preempted for ms is no suspend) */
 	double dslept = (double)(slept - seen.slept);
-	if (dslept > SUSPEND_NS) {
+	if (dslept > SUSPEND_NS + slept_hw + seen.slept_hw) {
 		seen.ev.suspends++;
 		seen.ev.suspended_s += dslept / 1e9;
 		nc__log(NC_LOG_INFO, "suspend of %.3f s seen (CLOCK_BOOTTIME moved past "
@@ -89,7 +98,7 @@ int nc__events_look(const struct nc__bracket *b, int64_t slept)
 		nc__log(NC_LOG_WARN, "the %s counter stopped for %.3f ms of CLOCK_MONOTONIC_RAW: "
 			"nc_now_ns follows CLOCK_MONOTONIC_RAW from now on",
 			nc__counter()->name, draw / 1e6);
-		remember(b, slept);
+		remember(b, slept, slept_hw);
 		return NC_LOOK_STOP;
 	}
 	/* 2 us for the brackets and scheduling, the rate's uncertainty, and
@@ -104,7 +113,7 @@ int nc__events_look(const struct nc__bracket *b, int64_t slept)
 			(dt_ns - draw) / 1e6, draw / 1e6);
 		nc__rate_reanchor(b);
 	}
-	remember(b, slept);
+	remember(b, slept, slept_hw);
 	return jump ? NC_LOOK_JUMP : NC_LOOK_OK;
 }
 
@@ -126,8 +135,9 @@ void nc__events_check(void)
 		return;
 	struct nc__bracket b;
 	int64_t slept;
-	nc__events_measure(&b, &slept);
-	int r = nc__events_look(&b, slept);
+	double slept_hw;
+	nc__events_measure(&b, &slept, &slept_hw);
+	int r = nc__events_look(&b, slept, slept_hw);
 	if (r == NC_LOOK_STOP) {
 		nc__events_counter_stopped();
 	} else if (r == NC_LOOK_JUMP) {

@@ -8,7 +8,8 @@
  * slope comes from the measured rate only: a rate the user states for
  * intervals (NANOCLOCK_HZ, forced or not) never moves nc_now_ns.  Epoch
  * lengths double (4x the first calibration window, up to 1 s), so
- * refreshing costs one bracketed clock_gettime a second.  A counter that
+ * refreshing costs a bracket against CLOCK_MONOTONIC_RAW and a look at the
+ * time slept (a dozen clock_gettime calls) a second.  A counter that
  * ran through a suspend (or a VM pause) carries nc_now_ns ahead of
  * CLOCK_MONOTONIC_RAW by at most the horizon past the epoch (line.h),
  * which is then slewed out.
@@ -110,7 +111,7 @@ NC_START void nc__now_start(void)
 	now_line.first_epoch_ns = now_line.epoch_ns = fmin(4.0 * (double)cal->window_ns, 80e6);
 	e.span = (now - e.t0) + (uint64_t)(now_line.epoch_ns * nc__rate_true_hz() / 1e9);
 	struct nc__bracket b = {st, sns, 0};
-	nc__events_start(&b, nc__events_slept(NULL));
+	nc__events_start(&b);
 	set_lead(0);
 	publish(&e);
 }
@@ -154,8 +155,9 @@ static void now_refresh(const struct nc__epoch *old, uint64_t t) NC_REQUIRES(nc_
 	uint64_t L = old->t0 + old->span;
 	struct nc__bracket b;
 	int64_t slept;
-	nc__events_measure(&b, &slept);
-	int look = nc__events_look(&b, slept);
+	double slept_hw;
+	nc__events_measure(&b, &slept, &slept_hw);
+	int look = nc__events_look(&b, slept, slept_hw);
 	if (look == NC_LOOK_STOP) {
 		nc__events_counter_stopped();
 		return;

@@ -994,13 +994,13 @@ static void case_ptp_step(const char *arg)
 			 * line's own, as nc_get_unix_status states it) */
 			sim_set(-steps[k]);
 			(void)status_after((double)sync / 1e9 + 1.2, &s);
-			/* (and no real set meanwhile either: one near the end
-			 * would still be allowed for) */
-			(void)clockstep_calm(&cs, lag);
-			calm = calm && cs.steps == seen;
 			struct nc_unix_status us;
 			nc_get_unix_status(&us);
 			CHECK(nc_get_utc_status(&s) == 0);
+			/* (and no real set meanwhile either, up to these: one
+			 * near the end would still be allowed for) */
+			(void)clockstep_calm(&cs, lag);
+			calm = calm && cs.steps == seen;
 			if (calm) {
 				fprintf(stderr, "case: clock set %+.6f s with ptp4l's figures 0.3 s old: %ld "
 					"reads, %ld judged, each holding the truth (the first +-%.0f ns); %ld "

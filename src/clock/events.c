@@ -34,7 +34,7 @@ static struct {
  * nothing else moves (both run at the kernel's corrected rate; against
  * MONOTONIC_RAW, BOOTTIME drifts by that correction, 2.5 ms in 5 s at
  * 500 ppm).  The narrowest of three brackets. */
-int64_t nc__events_slept(double *hw)
+NC_START int64_t nc__events_slept(double *hw)
 {
 	int64_t best = INT64_MAX, off = 0;
 	for (int i = 0; i < 3; i++) {

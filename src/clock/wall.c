@@ -297,7 +297,7 @@ static int decide(const struct nc__epoch *old, uint64_t t, const struct tie *ti,
  * too and is not a set.  Kept, not told, while nobody listens: the UTC
  * source started later may take figures older than it.  Only a narrow
  * look is compared or kept (a wide one could hide a set in its bracket). */
-static double set_since_told(const struct tie *ti) NC_REQUIRES(nc__lib_lock)
+NC_START static double set_since_told(const struct tie *ti) NC_REQUIRES(nc__lib_lock)
 {
 	if (ti->off_hw > WIDE_NS)
 		return 0;

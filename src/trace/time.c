@@ -12,6 +12,7 @@
  *     trace's duration, not its size) the narrowest anchor is kept: interpolating
  *     between anchors closer than that would turn their bracket noise into
  *     rate errors (two 30 ns errors over 1 ms are 60 ppm; over 10 ms, 6);
+ *     and the latest, written after the file's last events;
  *   - an anchor whose MONOTONIC_RAW is not above the previous one's is
  *     dropped (a corrupt or hostile file; the clock never goes back).
  * Between two anchors a counter value converts by linear interpolation
@@ -53,7 +54,8 @@ static int cmp_anchor(const void *a, const void *b)
 /* a - b for int64 values that may be anything (hostile files) */
 static int64_t sub64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
 
-/* Sorts the anchors and keeps the narrowest usable one of each window. */
+/* Sorts the anchors and keeps the narrowest usable one of each window, and
+ * the latest. */
 static void thin(struct nc_trace_reader *r)
 {
 	double hz = r->info.hz;
@@ -69,13 +71,26 @@ static void thin(struct nc_trace_reader *r)
 	}
 	if (n > 1)
 		qsort(r->an, n, sizeof(*r->an), cmp_anchor);
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		/* sorted by t, then width: the first of a window is its narrowest */
-		if (k > 0 && r->an[k - 1].t / win == r->an[i].t / win)
-			continue;
-		r->an[k++] = r->an[i];
+	if (n == 0) {
+		r->nan = r->an_kept = 0;
+		return;
 	}
+	/* the latest is kept too: a closed file's last sync record, written
+	 * after its last events, which would otherwise be extrapolated from
+	 * an earlier anchor of its window at the counter's rate (off by
+	 * NTP's rate times up to 10 ms) */
+	struct nc__tr_anchor last = r->an[n - 1];
+	size_t k = 0;
+	for (size_t i = 0; i < n;) {
+		size_t best = i, j = i;
+		for (; j < n && r->an[j].t / win == r->an[i].t / win; j++)
+			if (r->an[j].width < r->an[best].width)
+				best = j;
+		r->an[k++] = r->an[best]; /* (best >= i >= k: nothing unread overwritten) */
+		i = j;
+	}
+	if (r->an[k - 1].t != last.t)
+		r->an[k++] = last;
 	r->nan = k;
 	r->an_kept = k;
 }

@@ -253,8 +253,20 @@ if [ -n "$RUN" ]; then
 elif ! command -v strace >/dev/null 2>&1; then
 	echo "SKIP[machine]: the floor's system calls against a start's: no strace (make check installs it)"
 else
-	NANOCLOCK_CALIB_PPM=1 NANOCLOCK_SHARED=$tmp/floor-rec "$TOOL" bench --init-once >/dev/null 2>&1
-	if floor_calls "$tmp/calls.start" --init-once && awk '$5 == "shared" { ok = 1 } END { exit !ok }' "$tmp/line" &&
+	# a record to adopt: on a busy machine (a sanitizer's make check beside)
+	# the first calibration may not reach its goal and keep none, and the
+	# start then measures: made again, 5 times at most
+	shared_start=no
+	for try in 1 2 3 4 5; do
+		rm -f "$tmp/floor-rec"
+		NANOCLOCK_CALIB_PPM=1 NANOCLOCK_SHARED=$tmp/floor-rec "$TOOL" bench --init-once >/dev/null 2>&1
+		if floor_calls "$tmp/calls.start" --init-once &&
+		    awk '$5 == "shared" { ok = 1 } END { exit !ok }' "$tmp/line"; then
+			shared_start=yes
+			break
+		fi
+	done
+	if [ "$shared_start" = yes ] &&
 	    floor_calls "$tmp/calls.floor" --floor-once && [ -s "$tmp/calls.start" ] &&
 	    cmp -s "$tmp/calls.start" "$tmp/calls.floor"; then
 		pass=$((pass + 1))

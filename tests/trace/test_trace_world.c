@@ -62,14 +62,29 @@ static void event(void)
 /* Reads the trace back; checks stamps exactly and times within the bound.
  * Events in [skip_from, skip_to) of true time may carry a clock step not
  * yet seen by a sync record: their Unix time is checked against both. */
-static void check(long double step_at, long double step_ns)
+/* The thread ended, the file closed and read back: its events (k). */
+static long finish(struct nc_trace_reader **r, struct nc_trace_rec **ev)
 {
 	nc_trace_thread_end(b);
 	CHECK(nc_trace_close(t) == 0);
 	const char *paths[1] = {path};
+	return read_merged(paths, 1, r, ev);
+}
+
+/* The reader closed and the file gone. */
+static void done(struct nc_trace_reader *r, struct nc_trace_rec *ev)
+{
+	free(ev);
+	nc_trace_read_close(r);
+	unlink(path);
+	free(path);
+}
+
+static void check(long double step_at, long double step_ns)
+{
 	struct nc_trace_reader *r[1];
 	struct nc_trace_rec *ev;
-	long k = read_merged(paths, 1, r, &ev);
+	long k = finish(r, &ev);
 	CHECK(k == ntr);
 	struct nc_trace_info in;
 	nc_trace_read_info(r[0], &in);
@@ -100,10 +115,7 @@ static void check(long double step_at, long double step_ns)
 	}
 	fprintf(stderr, "      %ld events, %llu anchors ±%.0f ns: worst mono %.1f ns, unix %.1f ns\n", k,
 		(unsigned long long)in.anchors, in.max_anchor_halfwidth_ns, worst_m, worst_u);
-	free(ev);
-	nc_trace_read_close(r[0]);
-	unlink(path);
-	free(path);
+	done(r[0], ev);
 }
 
 /* 400 events over 0.4 s; NTP slews the system clock by +200 ppm halfway. */
@@ -210,12 +222,9 @@ static void child_slow_unix(const char *arg)
 		w.T += 1e6;
 		event();
 	}
-	nc_trace_thread_end(b);
-	CHECK(nc_trace_close(t) == 0);
-	const char *paths[1] = {path};
 	struct nc_trace_reader *r[1];
 	struct nc_trace_rec *ev;
-	long k = read_merged(paths, 1, r, &ev);
+	long k = finish(r, &ev);
 	CHECK(k == ntr + BURST);
 	qsort(ev, (size_t)k, sizeof(*ev), by_ticks);
 	long back_u = 0, back_m = 0, moves = 0;
@@ -244,10 +253,7 @@ static void child_slow_unix(const char *arg)
 		moves, (long long)moved);
 	CHECK(back_u == 0 && back_m == 0);
 	CHECK(moves <= moved + 1);
-	free(ev);
-	nc_trace_read_close(r[0]);
-	unlink(path);
-	free(path);
+	done(r[0], ev);
 }
 
 static const struct child_case cases[] = {
